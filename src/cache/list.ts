@@ -1,0 +1,182 @@
+// LIST from a Store with a kube-apiserver's semantics: which resourceVersion a request is served at, pages with
+// continue tokens from one consistent snapshot, remainingItemCount, and the three forms a client may ask for
+// (the object list, a server-side Table, a PartialObjectMetadataList). Unpaged lists are streamed in chunks,
+// never built as one string.
+
+import type { ServerResponse } from 'node:http';
+import type { ListOptions } from '../api/listoptions.js';
+import type { ResourceDescriptor } from '../api/resource.js';
+import { groupVersion } from '../api/resource.js';
+import { decodeContinue, encodeContinue, expiredContinueError } from '../api/resourceversion.js';
+import { newResourceExpired, newTimeoutError } from '../api/status.js';
+import type { Printer } from '../api/printers/index.js';
+import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
+import { ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
+
+/** The representation a client negotiated. */
+export type ResponseForm =
+  | { as: 'object' }
+  | { as: 'table'; include: IncludeObject }
+  | { as: 'metadata' };
+
+export interface ListTarget {
+  desc: ResourceDescriptor;
+  printer: Printer;
+  /** '' for all namespaces. */
+  namespace: string;
+}
+
+/** Extra filtering beyond selectors (authorization per cluster, for example). */
+export type ObjectFilter = (o: StoredObject) => boolean;
+
+export interface ListPage {
+  rv: number;
+  items: StoredObject[] | IterableIterator<StoredObject>;
+  continueToken: string;
+  remainingItemCount?: number;
+}
+
+/** How long a list for a resourceVersion newer than the store's waits, as the apiserver's watch cache does. */
+const FRESHNESS_WAIT_MS = 3000;
+const CHUNK_BYTES = 64 * 1024;
+
+export function matcher(opts: ListOptions, extra?: ObjectFilter): ObjectFilter | undefined {
+  const ls = opts.labelSelector.empty ? undefined : opts.labelSelector;
+  const fs = opts.fieldSelector.empty ? undefined : opts.fieldSelector;
+  if (!ls && !fs && !extra) return undefined;
+  return (o) => (!ls || ls.matches(o.labels)) && (!fs || fs.matches(o.fields)) && (!extra || extra(o));
+}
+
+/** Picks the snapshot a list is served from (see kube-api-surface.md §3), waiting for a future version briefly. */
+export async function listSnapshot(store: Store, opts: ListOptions): Promise<{ snap: Snapshot; start: string }> {
+  if (opts.continue) {
+    const token = decodeContinue(opts.continue);
+    try {
+      return { snap: store.snapshot(token.rv), start: token.start };
+    } catch (e) {
+      if (e instanceof ResourceVersionTooOld) throw expiredContinueError();
+      throw e;
+    }
+  }
+  const rv = opts.resourceVersion;
+  if (rv === '' || rv === '0') return { snap: store.snapshot(), start: '' };
+  const n = Number(rv);
+  await waitFresh(store, n);
+  const exact = opts.resourceVersionMatch === 'Exact' || (opts.resourceVersionMatch === '' && opts.limit > 0);
+  if (!exact) return { snap: store.snapshot(), start: '' };
+  try {
+    return { snap: store.snapshot(n), start: '' };
+  } catch (e) {
+    if (e instanceof ResourceVersionTooOld) {
+      throw newResourceExpired('The resourceVersion for the provided list is too old.');
+    }
+    throw e;
+  }
+}
+
+async function waitFresh(store: Store, rv: number): Promise<void> {
+  try {
+    await store.waitForRV(rv, FRESHNESS_WAIT_MS);
+  } catch {
+    const err = newTimeoutError(`Too large resource version: ${rv}, current: ${store.clock.current()}`, 1);
+    err.status.details = {
+      ...err.status.details,
+      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
+      retryAfterSeconds: 1,
+    };
+    throw err;
+  }
+}
+
+/** One page (or, without a limit, everything) of a list. */
+export async function listPage(store: Store, target: ListTarget, opts: ListOptions, extra?: ObjectFilter): Promise<ListPage> {
+  const { snap, start: relStart } = await listSnapshot(store, opts);
+  const prefix = target.namespace ? `${target.namespace}/` : '';
+  const start = relStart ? prefix + relStart : '';
+  const match = matcher(opts, extra);
+  if (opts.limit <= 0) {
+    const all = snap.iterate(start, prefix);
+    return { rv: snap.rv, items: match ? filterIter(all, match) : all, continueToken: '' };
+  }
+  const items: StoredObject[] = [];
+  let last: StoredObject | undefined;
+  let more = false;
+  for (const o of snap.iterate(start, prefix)) {
+    if (items.length >= opts.limit) {
+      more = true;
+      break;
+    }
+    if (!match || match(o)) {
+      items.push(o);
+      last = o;
+    }
+  }
+  if (!more || !last) return { rv: snap.rv, items, continueToken: '' };
+  // Like the apiserver: the token names the next key after the last returned one, relative to the list's scope.
+  const next = last.key.slice(prefix.length) + '\x00';
+  const page: ListPage = { rv: snap.rv, items, continueToken: encodeContinue(snap.rv, next) };
+  if (!match) page.remainingItemCount = snap.countFrom(prefix + next, prefix);
+  return page;
+}
+
+function* filterIter(it: IterableIterator<StoredObject>, f: ObjectFilter): IterableIterator<StoredObject> {
+  for (const o of it) if (f(o)) yield o;
+}
+
+function listMetaJson(page: ListPage): string {
+  let s = `{"resourceVersion":"${page.rv}"`;
+  if (page.continueToken) s += `,"continue":"${page.continueToken}"`;
+  if (page.remainingItemCount !== undefined) s += `,"remainingItemCount":${page.remainingItemCount}`;
+  return s + '}';
+}
+
+/** Writes a list page in the negotiated form, in chunks of about 64 KiB. */
+export async function writeList(res: ServerResponse, target: ListTarget, page: ListPage, form: ResponseForm, headers?: Record<string, string>): Promise<void> {
+  const d = target.desc;
+  let prefix: string;
+  let suffix: string;
+  let item: (o: StoredObject, now: number) => string;
+  if (form.as === 'table') {
+    ({ prefix, suffix } = tableHeadJson(target.printer, {
+      resourceVersion: String(page.rv),
+      continue: page.continueToken || undefined,
+      remainingItemCount: page.remainingItemCount,
+    }));
+    const include = form.include;
+    item = (o, now) => tableRowJson(target.printer, o.obj, o.json, include, now);
+  } else if (form.as === 'metadata') {
+    prefix = `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":${listMetaJson(page)},"items":[`;
+    suffix = ']}';
+    item = (o) => partialObjectMetadataJson(o.obj);
+  } else {
+    prefix = `{"kind":"${d.listKind}","apiVersion":"${groupVersion(d)}","metadata":${listMetaJson(page)},"items":[`;
+    suffix = ']}';
+    item = (o) => o.json;
+  }
+  res.writeHead(200, { 'Content-Type': 'application/json', ...headers });
+  const now = Date.now();
+  let buf = prefix;
+  let first = true;
+  for (const o of page.items) {
+    buf += first ? item(o, now) : ',' + item(o, now);
+    first = false;
+    if (buf.length >= CHUNK_BYTES) {
+      if (!res.write(buf)) await drained(res);
+      buf = '';
+      if (res.destroyed) return;
+    }
+  }
+  res.end(buf + suffix);
+}
+
+function drained(res: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
+}

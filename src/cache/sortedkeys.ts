@@ -1,0 +1,97 @@
+// An ordered set of string keys in chunks, so inserts and deletes stay cheap at a million keys (a flat sorted
+// array would move every key after the insertion point) while in-order iteration from any key stays simple.
+
+const MAX_CHUNK = 512;
+
+export class SortedKeys {
+  private chunks: string[][] = [];
+  private count = 0;
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Index of the chunk that holds or would hold key. */
+  private chunkFor(key: string): number {
+    const chunks = this.chunks;
+    let lo = 0;
+    let hi = chunks.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >>> 1;
+      if (chunks[mid][0] <= key) lo = mid;
+      else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  add(key: string): boolean {
+    if (this.chunks.length === 0) {
+      this.chunks.push([key]);
+      this.count = 1;
+      return true;
+    }
+    const ci = this.chunkFor(key);
+    const chunk = this.chunks[ci];
+    const i = lowerBound(chunk, key);
+    if (chunk[i] === key) return false;
+    chunk.splice(i, 0, key);
+    this.count++;
+    if (chunk.length > MAX_CHUNK) {
+      this.chunks.splice(ci + 1, 0, chunk.splice(chunk.length >>> 1));
+    }
+    return true;
+  }
+
+  delete(key: string): boolean {
+    if (this.chunks.length === 0) return false;
+    const ci = this.chunkFor(key);
+    const chunk = this.chunks[ci];
+    const i = lowerBound(chunk, key);
+    if (chunk[i] !== key) return false;
+    chunk.splice(i, 1);
+    this.count--;
+    if (chunk.length === 0) this.chunks.splice(ci, 1);
+    return true;
+  }
+
+  /** Keys >= from (all keys when from is empty), in order. */
+  *from(from = ''): IterableIterator<string> {
+    const chunks = this.chunks;
+    if (chunks.length === 0) return;
+    let ci = from ? this.chunkFor(from) : 0;
+    let i = from ? lowerBound(chunks[ci], from) : 0;
+    for (; ci < chunks.length; ci++, i = 0) {
+      const chunk = chunks[ci];
+      for (; i < chunk.length; i++) yield chunk[i];
+    }
+  }
+
+  /** How many keys are >= from: O(chunks), so lists can report remainingItemCount without a scan. */
+  countFrom(from: string): number {
+    const chunks = this.chunks;
+    if (chunks.length === 0) return 0;
+    const ci = this.chunkFor(from);
+    let n = chunks[ci].length - lowerBound(chunks[ci], from);
+    for (let j = ci + 1; j < chunks.length; j++) n += chunks[j].length;
+    return n;
+  }
+
+  /** Keys starting with prefix, in order. */
+  *withPrefix(prefix: string): IterableIterator<string> {
+    for (const k of this.from(prefix)) {
+      if (!k.startsWith(prefix)) return;
+      yield k;
+    }
+  }
+}
+
+export function lowerBound(arr: readonly string[], key: string): number {
+  let lo = 0;
+  let hi = arr.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >>> 1;
+    if (arr[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}

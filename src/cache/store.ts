@@ -1,0 +1,283 @@
+// A watch cache for one resource: current objects kept pre-serialized in key order, plus a bounded window of
+// recent events. From these it answers what a kube-apiserver answers from etcd and its cacher: the current state,
+// the state at an older resourceVersion (for consistent list pages), and the events after a resourceVersion
+// (for watches that resume). The in-memory fleet stores every resource in one of these, and the gateway's
+// merged cache keeps pods and events of all members in them, so both follow one set of rules.
+
+import type { KubeObject } from '../api/meta.js';
+import { SortedKeys, lowerBound } from './sortedkeys.js';
+
+export interface StoredObject {
+  /** "namespace/name", or "name" for cluster-scoped objects: the order lists come in. */
+  readonly key: string;
+  readonly namespace: string;
+  readonly name: string;
+  readonly rv: number;
+  /** The object as served, metadata.resourceVersion included. Never mutate it. */
+  readonly obj: KubeObject;
+  /** obj serialized once, shared by every list, get and watch that serves it. */
+  readonly json: string;
+  readonly labels: Readonly<Record<string, string>>;
+  /** Selectable fields (field selectors), computed once. */
+  readonly fields: Readonly<Record<string, string>>;
+}
+
+export type StoreEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+export interface StoreEvent {
+  readonly type: StoreEventType;
+  readonly rv: number;
+  /** The new state; for DELETED the last state, carrying the deletion's resourceVersion. */
+  readonly object: StoredObject;
+  /** The state before this event (MODIFIED, DELETED). */
+  readonly prev?: StoredObject;
+  /** Encodings of this event built once and shared by all watchers, keyed by the encoder's name. */
+  readonly encoded: Map<string, Buffer>;
+}
+
+/** The source of resourceVersions: one per simulated cluster (like an etcd revision), one per gateway. */
+export interface RvClock {
+  current(): number;
+  next(): number;
+}
+
+export function newRvClock(start = 1): RvClock {
+  let rv = start;
+  return { current: () => rv, next: () => ++rv };
+}
+
+export interface StoreOptions {
+  clock: RvClock;
+  /** How many events are kept for watches that resume and for list pages at older versions. */
+  windowSize?: number;
+  /** Selectable fields of an object (src/api/fields.ts). */
+  fieldsOf?: (obj: KubeObject) => Record<string, string>;
+}
+
+export interface Snapshot {
+  /** The resourceVersion the snapshot is consistent at. */
+  readonly rv: number;
+  /** Objects with key >= start (all when start is empty) under prefix, in key order. */
+  iterate(start: string, prefix: string): IterableIterator<StoredObject>;
+  /** Objects with key >= start under prefix: exact for the current state, an upper bound otherwise. */
+  countFrom(start: string, prefix: string): number;
+}
+
+export type Listener = (ev: StoreEvent) => void;
+
+export class ResourceVersionTooOld extends Error {
+  constructor(readonly requested: number, readonly oldest: number) {
+    super(`too old resource version: ${requested} (${oldest})`);
+  }
+}
+
+const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
+
+export class Store {
+  private readonly objects = new Map<string, StoredObject>();
+  private readonly keys = new SortedKeys();
+  private events: StoreEvent[] = [];
+  private eventsStart = 0;
+  /** Every event with rv <= compactedRV is gone from the window. */
+  private compactedRV: number;
+  private readonly listeners = new Set<Listener>();
+  private readonly windowSize: number;
+  private readonly fieldsOf: (obj: KubeObject) => Record<string, string>;
+  readonly clock: RvClock;
+
+  constructor(opts: StoreOptions) {
+    this.clock = opts.clock;
+    this.windowSize = opts.windowSize ?? 10_000;
+    this.fieldsOf = opts.fieldsOf ?? (() => EMPTY);
+    this.compactedRV = opts.clock.current();
+  }
+
+  get size(): number {
+    return this.objects.size;
+  }
+
+  /** The oldest resourceVersion a watch can resume from or a list page can be served at. */
+  get oldestRV(): number {
+    return this.compactedRV;
+  }
+
+  get(key: string): StoredObject | undefined {
+    return this.objects.get(key);
+  }
+
+  /**
+   * Stores obj as the new state of its key (ADDED or MODIFIED), under a new resourceVersion written into its
+   * metadata. obj becomes the store's: the caller must not change it afterwards.
+   */
+  put(obj: KubeObject): StoredObject {
+    const rv = this.clock.next();
+    const stored = this.seal(obj, rv);
+    const prev = this.objects.get(stored.key);
+    this.objects.set(stored.key, stored);
+    if (!prev) this.keys.add(stored.key);
+    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev, encoded: new Map() });
+    return stored;
+  }
+
+  /** Removes key (DELETED); the event carries the last state under the deletion's resourceVersion. */
+  remove(key: string): StoredObject | undefined {
+    const prev = this.objects.get(key);
+    if (!prev) return undefined;
+    const rv = this.clock.next();
+    const last = this.seal(structuredClone(prev.obj), rv);
+    this.objects.delete(key);
+    this.keys.delete(key);
+    this.record({ type: 'DELETED', rv, object: last, prev, encoded: new Map() });
+    return last;
+  }
+
+  /** A stored object for obj under rv, as it would be served: for DELETED-from-filter views too. */
+  seal(obj: KubeObject, rv: number): StoredObject {
+    const meta = obj.metadata;
+    meta.resourceVersion = String(rv);
+    const namespace = meta.namespace ?? '';
+    const name = meta.name ?? '';
+    return {
+      key: namespace ? `${namespace}/${name}` : name,
+      namespace,
+      name,
+      rv,
+      obj,
+      json: JSON.stringify(obj),
+      labels: meta.labels ?? EMPTY,
+      fields: this.fieldsOf(obj),
+    };
+  }
+
+  private record(ev: StoreEvent): void {
+    this.events.push(ev);
+    if (this.events.length - this.eventsStart > this.windowSize) {
+      this.compactedRV = this.events[this.eventsStart].rv;
+      this.eventsStart++;
+      // Drop the consumed head now and then, not on every event.
+      if (this.eventsStart >= this.windowSize) {
+        this.events = this.events.slice(this.eventsStart);
+        this.eventsStart = 0;
+      }
+    }
+    for (const l of this.listeners) l(ev);
+  }
+
+  /** Events with rv > from, oldest first; throws ResourceVersionTooOld when the window no longer reaches back. */
+  eventsSince(from: number): StoreEvent[] {
+    if (from < this.compactedRV) throw new ResourceVersionTooOld(from, this.compactedRV + 1);
+    const evs = this.events;
+    let lo = this.eventsStart;
+    let hi = evs.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >>> 1;
+      if (evs[mid].rv <= from) lo = mid + 1;
+      else hi = mid;
+    }
+    return evs.slice(lo);
+  }
+
+  /**
+   * Listens for every future event. Call it in the same tick as eventsSince() so that nothing falls between
+   * the replay and the live stream. Returns the function that stops listening.
+   */
+  subscribe(l: Listener): () => void {
+    this.listeners.add(l);
+    return () => this.listeners.delete(l);
+  }
+
+  get watcherCount(): number {
+    return this.listeners.size;
+  }
+
+  /** The current state, or the state at an older rv rebuilt by undoing the window's later events. */
+  snapshot(at?: number): Snapshot {
+    const current = this.clock.current();
+    if (at === undefined || at >= current) return this.currentSnapshot(current);
+    const later = this.eventsSince(at);
+    if (later.length === 0) return this.currentSnapshot(at);
+    // Undo newest first, so the oldest event after `at` leaves its `prev` as the key's state at `at`.
+    const overlay = new Map<string, StoredObject | undefined>();
+    for (let i = later.length - 1; i >= 0; i--) overlay.set(later[i].object.key, later[i].prev);
+    const overlayKeys = [...overlay.keys()].sort();
+    const objects = this.objects;
+    const keys = this.keys;
+    return {
+      rv: at,
+      *iterate(start: string, prefix: string) {
+        const from = start > prefix ? start : prefix;
+        const a = keys.from(from);
+        let i = lowerBound(overlayKeys, from);
+        let ka = a.next();
+        while (!ka.done || i < overlayKeys.length) {
+          let key: string;
+          if (ka.done || (i < overlayKeys.length && overlayKeys[i] <= ka.value)) {
+            key = overlayKeys[i++];
+            if (!ka.done && ka.value === key) ka = a.next();
+          } else {
+            key = ka.value;
+            ka = a.next();
+          }
+          if (prefix && !key.startsWith(prefix)) {
+            if (key > prefix) return;
+            continue;
+          }
+          const o = overlay.has(key) ? overlay.get(key) : objects.get(key);
+          if (o) yield o;
+        }
+      },
+      countFrom(start: string, prefix: string) {
+        return countKeys(keys, start, prefix) + overlayKeys.length;
+      },
+    };
+  }
+
+  private currentSnapshot(rv: number): Snapshot {
+    const objects = this.objects;
+    const keys = this.keys;
+    return {
+      rv,
+      *iterate(start: string, prefix: string) {
+        const from = start > prefix ? start : prefix;
+        for (const key of keys.from(from)) {
+          if (prefix && !key.startsWith(prefix)) return;
+          yield objects.get(key)!;
+        }
+      },
+      countFrom(start: string, prefix: string) {
+        return countKeys(keys, start, prefix);
+      },
+    };
+  }
+
+  /** Every current object, in key order. */
+  values(): IterableIterator<StoredObject> {
+    return this.currentSnapshot(this.clock.current()).iterate('', '');
+  }
+
+  /** Resolves once the clock has reached rv, or rejects after timeoutMs (the apiserver waits 3 s). */
+  waitForRV(rv: number, timeoutMs: number): Promise<void> {
+    if (this.clock.current() >= rv) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const started = Date.now();
+      const timer = setInterval(() => {
+        if (this.clock.current() >= rv) {
+          clearInterval(timer);
+          resolve();
+        } else if (Date.now() - started >= timeoutMs) {
+          clearInterval(timer);
+          reject(new Error(`Too large resource version: ${rv}, current: ${this.clock.current()}`));
+        }
+      }, 20);
+    });
+  }
+}
+
+function countKeys(keys: SortedKeys, start: string, prefix: string): number {
+  const from = start > prefix ? start : prefix;
+  const n = keys.countFrom(from);
+  if (!prefix) return n;
+  // Keys under prefix end before prefix with its last character raised by one.
+  const end = prefix.slice(0, -1) + String.fromCharCode(prefix.charCodeAt(prefix.length - 1) + 1);
+  return n - keys.countFrom(end);
+}

@@ -107,10 +107,10 @@ export class Store {
 
   /**
    * Stores obj as the new state of its key (ADDED or MODIFIED), under a new resourceVersion written into its
-   * metadata. obj becomes the store's: the caller must not change it afterwards.
+   * metadata. obj becomes the store's: the caller must not change it afterwards. A store that mirrors another
+   * (another version of the same data) passes the source event's rv.
    */
-  put(obj: KubeObject): StoredObject {
-    const rv = this.clock.next();
+  put(obj: KubeObject, rv = this.clock.next()): StoredObject {
     const stored = this.seal(obj, rv);
     const prev = this.objects.get(stored.key);
     this.objects.set(stored.key, stored);
@@ -120,10 +120,10 @@ export class Store {
   }
 
   /** Removes key (DELETED); the event carries the last state under the deletion's resourceVersion. */
-  remove(key: string): StoredObject | undefined {
+  remove(key: string, rv?: number): StoredObject | undefined {
     const prev = this.objects.get(key);
     if (!prev) return undefined;
-    const rv = this.clock.next();
+    rv ??= this.clock.next();
     const last = this.seal(structuredClone(prev.obj), rv);
     this.objects.delete(key);
     this.keys.delete(key);

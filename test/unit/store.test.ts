@@ -1,0 +1,99 @@
+import { describe, expect, it } from 'vitest';
+import { newRvClock, ResourceVersionTooOld, Store } from '../../src/cache/store.js';
+import { SortedKeys } from '../../src/cache/sortedkeys.js';
+
+const pod = (ns: string, name: string, extra: Record<string, unknown> = {}) => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { namespace: ns, name, labels: { app: name.split('-')[0] } },
+  ...extra,
+});
+
+const keysOf = (it: Iterable<{ key: string }>) => [...it].map((o) => o.key);
+
+describe('SortedKeys', () => {
+  it('keeps keys ordered across chunk splits and deletes', () => {
+    const s = new SortedKeys();
+    const keys = Array.from({ length: 5000 }, (_, i) => `ns-${i % 7}/pod-${(i * 7919) % 5000}`);
+    for (const k of keys) s.add(k);
+    const expected = [...new Set(keys)].sort();
+    expect([...s.from()]).toEqual(expected);
+    expect(s.size).toBe(expected.length);
+    for (const k of expected.filter((_, i) => i % 3 === 0)) s.delete(k);
+    const left = expected.filter((_, i) => i % 3 !== 0);
+    expect([...s.from()]).toEqual(left);
+    expect([...s.from(left[100])][0]).toBe(left[100]);
+    expect(s.countFrom(left[100])).toBe(left.length - 100);
+    expect([...s.withPrefix('ns-3/')]).toEqual(left.filter((k) => k.startsWith('ns-3/')));
+  });
+
+  it('sorts like etcd keys: "a-b/x" before "a/x"', () => {
+    const s = new SortedKeys();
+    for (const k of ['a/x', 'a-b/x', 'a.b/x', 'b/a']) s.add(k);
+    expect([...s.from()]).toEqual(['a-b/x', 'a.b/x', 'a/x', 'b/a']);
+  });
+});
+
+describe('Store', () => {
+  it('assigns increasing resourceVersions from the shared clock and serializes them', () => {
+    const clock = newRvClock(100);
+    const a = new Store({ clock });
+    const b = new Store({ clock });
+    const x = a.put(pod('ns', 'web-1'));
+    const y = b.put(pod('ns', 'web-2'));
+    expect([x.rv, y.rv]).toEqual([101, 102]);
+    expect(JSON.parse(x.json).metadata.resourceVersion).toBe('101');
+    expect(x.labels).toEqual({ app: 'web' });
+  });
+
+  it('emits ADDED, MODIFIED, DELETED with the deletion carrying its own resourceVersion', () => {
+    const s = new Store({ clock: newRvClock() });
+    const seen: string[] = [];
+    s.subscribe((e) => seen.push(`${e.type}:${e.object.key}:${e.rv}:${e.object.obj.metadata.resourceVersion}`));
+    s.put(pod('ns', 'a'));
+    s.put(pod('ns', 'a', { spec: { x: 1 } }));
+    s.remove('ns/a');
+    expect(seen).toEqual(['ADDED:ns/a:2:2', 'MODIFIED:ns/a:3:3', 'DELETED:ns/a:4:4']);
+    expect(s.get('ns/a')).toBeUndefined();
+  });
+
+  it('rebuilds the state at an older resourceVersion from the event window', () => {
+    const s = new Store({ clock: newRvClock() });
+    s.put(pod('ns', 'a'));
+    s.put(pod('ns', 'b'));
+    const at = s.clock.current();
+    s.put(pod('ns', 'c'));
+    s.put(pod('ns', 'a', { spec: { changed: true } }));
+    s.remove('ns/b');
+    const old = s.snapshot(at);
+    const objs = [...old.iterate('', '')];
+    expect(objs.map((o) => o.key)).toEqual(['ns/a', 'ns/b']);
+    expect((objs[0].obj as any).spec).toBeUndefined();
+    expect(keysOf(s.snapshot().iterate('', ''))).toEqual(['ns/a', 'ns/c']);
+    expect(keysOf(old.iterate('ns/b', 'ns/'))).toEqual(['ns/b']);
+  });
+
+  it('forgets events past the window and says so', () => {
+    const s = new Store({ clock: newRvClock(), windowSize: 3 });
+    for (let i = 0; i < 10; i++) s.put(pod('ns', `p${i}`));
+    expect(() => s.eventsSince(2)).toThrow(ResourceVersionTooOld);
+    expect(s.eventsSince(s.oldestRV).map((e) => e.rv)).toEqual([9, 10, 11]);
+    expect(() => s.snapshot(3)).toThrow(ResourceVersionTooOld);
+  });
+
+  it('replays exactly the events after a resourceVersion', () => {
+    const s = new Store({ clock: newRvClock() });
+    for (let i = 0; i < 5; i++) s.put(pod('ns', `p${i}`));
+    expect(s.eventsSince(4).map((e) => e.object.name)).toEqual(['p3', 'p4']);
+    expect(s.eventsSince(6)).toEqual([]);
+  });
+
+  it('counts keys in a namespace without scanning them', () => {
+    const s = new Store({ clock: newRvClock() });
+    for (const ns of ['a', 'b', 'c']) for (let i = 0; i < 10; i++) s.put(pod(ns, `p${i}`));
+    const snap = s.snapshot();
+    expect(snap.countFrom('', 'b/')).toBe(10);
+    expect(snap.countFrom('b/p5', 'b/')).toBe(5);
+    expect(snap.countFrom('', '')).toBe(30);
+  });
+});

@@ -163,6 +163,17 @@ export class Store {
     for (const l of this.listeners) l(ev);
   }
 
+  /**
+   * Forgets the event window, as a kube-apiserver's watch cache starts from a list: watches and list pages at
+   * versions before now get 410 Expired. The sim calls it after seeding, so its history begins where a real
+   * apiserver's does.
+   */
+  compact(): void {
+    this.compactedRV = this.clock.current();
+    this.events = [];
+    this.eventsStart = 0;
+  }
+
   /** Events with rv > from, oldest first; throws ResourceVersionTooOld when the window no longer reaches back. */
   eventsSince(from: number): StoreEvent[] {
     if (from < this.compactedRV) throw new ResourceVersionTooOld(from, this.compactedRV + 1);

@@ -105,6 +105,11 @@ export class SimCluster implements SimResourceAccess {
     return undefined;
   }
 
+  /** Forgets every store's event window (see Store.compact): history starts now. */
+  compact(): void {
+    for (const s of this.stores.values()) s.compact();
+  }
+
   // ---- SimResourceAccess ----
 
   list(group: string, resource: string, namespace?: string): KubeObject[] {

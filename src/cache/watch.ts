@@ -172,9 +172,7 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
           return encodeWatchEvent(type, table(objectOf(ev, leftSelection), true));
         }
         const key = `table:${form.include}:${type}:${leftSelection}`;
-        let b = ev.encoded.get(key);
-        if (!b) ev.encoded.set(key, (b = encodeWatchEvent(type, table(objectOf(ev, leftSelection), false))));
-        return b;
+        return cached(ev, key, () => encodeWatchEvent(type, table(objectOf(ev, leftSelection), false)));
       },
       synthetic(obj) {
         const b = encodeWatchEvent('ADDED', table(obj, !headerSent));
@@ -187,12 +185,18 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
   const body = form.as === 'metadata' ? (o: StoredObject) => partialObjectMetadataJson(o.obj) : (o: StoredObject) => o.json;
   return {
     event(ev, type, leftSelection) {
-      const key = `${form.as}:${type}:${leftSelection}`;
-      let b = ev.encoded.get(key);
-      if (!b) ev.encoded.set(key, (b = encodeWatchEvent(type, body(objectOf(ev, leftSelection)))));
-      return b;
+      return cached(ev, `${form.as}:${type}:${leftSelection}`, () => encodeWatchEvent(type, body(objectOf(ev, leftSelection))));
     },
     synthetic: (obj) => encodeWatchEvent('ADDED', body(obj)),
     bookmark,
   };
+}
+
+function cached(ev: StoreEvent, key: string, make: () => Buffer): Buffer {
+  let b = ev.encoded.get(key);
+  if (!b) {
+    b = make();
+    ev.encoded.set(key, b);
+  }
+  return b;
 }

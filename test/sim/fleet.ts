@@ -85,19 +85,20 @@ export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
     throw e;
   }
 
+  const member = (name: string): SimMember => {
+    const m = members.find((x) => x.name === name);
+    if (!m) throw new Error(`no simulated cluster ${name}`);
+    return m;
+  };
   return {
     dir,
     servingCA,
     clientCA,
     members,
     adminToken,
-    member(name) {
-      const m = members.find((x) => x.name === name);
-      if (!m) throw new Error(`no simulated cluster ${name}`);
-      return m;
-    },
+    member,
     async kubeconfigFor(cluster, user, groups, path) {
-      const m = this.member(cluster);
+      const m = member(cluster);
       const cert = await issueClientCert(clientCA, user, groups);
       const p = path ?? join(dir, `${cluster}-${user}.kubeconfig`);
       await writeFile(p, buildKubeconfig({ name: cluster, server: m.url, caPem: servingCA.certPem, user, clientCertPem: cert.certPem, clientKeyPem: cert.keyPem }), { mode: 0o600 });

@@ -36,6 +36,7 @@ import { aggregatedDiscovery, aggregatedVersion, apiGroupDoc, apiGroupList, apiR
 import { handleExecUpgrade } from './exec.js';
 import { impersonate } from './impersonation.js';
 import { servePodLog } from './podlog.js';
+import { decodeProtobufObject } from './protobuf.js';
 import { rbacAuthorize } from './rbac.js';
 import type { SimResource } from './registry.js';
 
@@ -437,7 +438,16 @@ function readBody(req: IncomingMessage, limit: number): Promise<Buffer> {
 
 function parseJsonBody(req: IncomingMessage, body: Buffer): unknown {
   const ct = (req.headers['content-type'] ?? JSON_TYPE).split(';')[0].trim();
-  if (ct === 'application/vnd.kubernetes.protobuf') throw newUnsupportedMediaType(ct);
+  if (ct === 'application/vnd.kubernetes.protobuf') {
+    let decoded: unknown;
+    try {
+      decoded = decodeProtobufObject(body);
+    } catch (e) {
+      throw newBadRequest((e as Error).message);
+    }
+    if (decoded === undefined) throw newUnsupportedMediaType(ct);
+    return decoded;
+  }
   if (ct !== JSON_TYPE && ct !== 'application/yaml' && !ct.endsWith('+json') && ct !== '*/*') throw newUnsupportedMediaType(ct);
   const text = body.toString('utf8');
   if (ct === 'application/yaml') {

@@ -116,6 +116,8 @@ export type FieldErrorType =
   | 'FieldValueForbidden'
   | 'FieldValueTooLong'
   | 'FieldValueTooMany'
+  | 'FieldValueTooFew'
+  | 'FieldValueTooShort'
   | 'InternalError'
   | 'FieldValueTypeInvalid';
 
@@ -136,6 +138,8 @@ const FIELD_ERROR_TYPE_TEXT: Record<FieldErrorType, string> = {
   FieldValueForbidden: 'Forbidden',
   FieldValueTooLong: 'Too long',
   FieldValueTooMany: 'Too many',
+  FieldValueTooFew: 'Too few',
+  FieldValueTooShort: 'Too short',
   InternalError: 'Internal error',
   FieldValueTypeInvalid: 'Invalid value',
 };
@@ -176,6 +180,11 @@ export function fieldTooMany(field: string, actualQuantity: number, maxQuantity:
     maxQuantity >= 0 ? `must have at most ${maxQuantity} ${maxQuantity === 1 ? 'item' : 'items'}` : 'has too many items';
   return { type: 'FieldValueTooMany', field, badValue: actualQuantity < 0 ? OMIT_VALUE : actualQuantity, detail };
 }
+export function fieldTooFew(field: string, actualQuantity: number, minQuantity: number): FieldError {
+  const detail =
+    minQuantity >= 0 ? `must have at least ${minQuantity} ${minQuantity === 1 ? 'item' : 'items'}` : 'has too few items';
+  return { type: 'FieldValueTooFew', field, badValue: actualQuantity, detail };
+}
 export function fieldInternalError(field: string, err: unknown): FieldError {
   return { type: 'InternalError', field, badValue: undefined, detail: errorText(err) };
 }
@@ -187,6 +196,7 @@ export function fieldErrorBody(e: FieldError): string {
     case 'FieldValueRequired':
     case 'FieldValueForbidden':
     case 'FieldValueTooLong':
+    case 'FieldValueTooShort':
     case 'InternalError':
       s = FIELD_ERROR_TYPE_TEXT[e.type];
       break;
@@ -224,7 +234,7 @@ export function aggregateMessages(msgs: readonly string[]): string {
   return '[' + out.join(', ') + ']';
 }
 
-/** How ErrorBody prints a bad value: %v for numbers and bools, %q for strings, "null" for nil. */
+/** How ErrorBody prints a bad value: %v for numbers and bools, %q for strings, JSON for everything else. */
 function goValue(v: unknown): string {
   if (v === null || v === undefined) return 'null';
   switch (typeof v) {
@@ -235,8 +245,7 @@ function goValue(v: unknown): string {
     case 'boolean':
       return String(v);
     default:
-      // Go falls back to %#v of the raw struct; JSON is the closest stable rendering we can give.
-      return JSON.stringify(v);
+      return goJson(v);
   }
 }
 

@@ -1,0 +1,64 @@
+// JSON watch framing as k8s.io/apiserver's watch handler writes it: one metav1.WatchEvent per line,
+// `{"type":"ADDED","object":{...}}\n`. Frames are built once per event and shared by every watcher.
+
+import { statusJson, goJson, type Status } from './status.js';
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+/** Set to "true" on the bookmark that ends a watch-list's initial events (KEP-3157). */
+export const INITIAL_EVENTS_END_ANNOTATION = 'k8s.io/initial-events-end';
+/** 1.33+: on that bookmark, base64 of an empty encoded list; client-go's typed WatchList needs it. */
+export const INITIAL_EVENTS_LIST_BLUEPRINT_ANNOTATION = 'kubernetes.io/initial-events-list-blueprint';
+
+const PREFIX: Record<WatchEventType, Buffer> = {
+  ADDED: Buffer.from('{"type":"ADDED","object":'),
+  MODIFIED: Buffer.from('{"type":"MODIFIED","object":'),
+  DELETED: Buffer.from('{"type":"DELETED","object":'),
+  BOOKMARK: Buffer.from('{"type":"BOOKMARK","object":'),
+  ERROR: Buffer.from('{"type":"ERROR","object":'),
+};
+const SUFFIX = Buffer.from('}\n');
+
+/** One frame. `objectJson` must be compact JSON (the encoder compacts embedded objects, dropping any newline). */
+export function encodeWatchEvent(type: WatchEventType, objectJson: string): Buffer {
+  const prefix = PREFIX[type];
+  const body = objectJson.endsWith('\n') ? objectJson.slice(0, -1) : objectJson;
+  const bodyLen = Buffer.byteLength(body);
+  const out = Buffer.allocUnsafe(prefix.length + bodyLen + SUFFIX.length);
+  prefix.copy(out, 0);
+  out.write(body, prefix.length, 'utf8');
+  SUFFIX.copy(out, prefix.length + bodyLen);
+  return out;
+}
+
+/**
+ * A bookmark object: an empty object of the watched kind carrying only metadata.resourceVersion (and annotations,
+ * for the initial-events-end bookmark). Since 1.33 a zero creationTimestamp is omitted, so metadata holds nothing
+ * else. `emptyFields` appends what the kind's zero value serializes to after metadata, e.g. for Pods
+ * `"spec":{"containers":null},"status":{}`, to match the upstream bytes exactly.
+ */
+export function bookmarkJson(
+  apiVersion: string,
+  kind: string,
+  resourceVersion: string,
+  annotations?: Record<string, string>,
+  emptyFields?: string,
+): string {
+  let meta = `{"resourceVersion":${goJson(resourceVersion)}`;
+  if (annotations && Object.keys(annotations).length > 0) meta += `,"annotations":${goJson(sortedObject(annotations))}`;
+  meta += '}';
+  const tail = emptyFields ? `,${emptyFields}` : '';
+  return `{"kind":${goJson(kind)},"apiVersion":${goJson(apiVersion)},"metadata":${meta}${tail}}`;
+}
+
+/** Go marshals maps with sorted keys. */
+function sortedObject(m: Record<string, string>): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const k of Object.keys(m).sort()) out[k] = m[k]!;
+  return out;
+}
+
+/** An ERROR event carrying a Status, e.g. the 410 for a too-old resourceVersion, sent before closing the stream. */
+export function errorEventFromStatus(s: Status): Buffer {
+  return encodeWatchEvent('ERROR', statusJson(s));
+}

@@ -41,6 +41,17 @@ import {
   toStatus,
 } from '../../src/api/status.js';
 import type { Attributes } from '../../src/api/user.js';
+import {
+  isDNS1035Label,
+  isDNS1123Label,
+  isDNS1123Subdomain,
+  isValidPathSegmentName,
+  nameValidatorFor,
+  objectKey,
+  nowRfc3339,
+  validateObjectMeta,
+  validateObjectName,
+} from '../../src/api/meta.js';
 
 const pods = { group: '', resource: 'pods' };
 const deployments = { group: 'apps', resource: 'deployments' };
@@ -270,5 +281,59 @@ describe('toStatus and JSON', () => {
   it('goJson escapes like encoding/json', () => {
     expect(goJson({ a: '<&>\u2028' })).toBe('{"a":"\\u003c\\u0026\\u003e\\u2028"}');
     expect(goJson('plain')).toBe('"plain"');
+  });
+});
+
+// Object metadata validation (src/api/meta.ts) feeds newInvalid on create; messages are apimachinery's.
+const SUBDOMAIN_ERR =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const LABEL_ERR =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+
+describe('object meta validation', () => {
+  it('name rules', () => {
+    expect(isDNS1123Subdomain('a.b-c')).toEqual([]);
+    expect(isDNS1123Subdomain('Foo')).toEqual([SUBDOMAIN_ERR]);
+    expect(isDNS1123Subdomain('a'.repeat(254))).toEqual(['must be no more than 253 characters']);
+    expect(isDNS1123Label('a.b')).toEqual(['must not contain dots']);
+    expect(isDNS1123Label('-a')).toEqual([LABEL_ERR]);
+    expect(isDNS1035Label('1abc')).toEqual([
+      "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')",
+    ]);
+    expect(isValidPathSegmentName('..')).toEqual(["may not be '..'"]);
+    expect(isValidPathSegmentName('a/b%c')).toEqual(["may not contain '/'", "may not contain '%'"]);
+    expect(validateObjectName('ok-name')).toEqual([]);
+    expect(validateObjectName('a.b', nameValidatorFor('', 'namespaces'))).toEqual(['must not contain dots']);
+    expect(validateObjectName('system:admin', nameValidatorFor('rbac.authorization.k8s.io', 'clusterroles'))).toEqual([]);
+  });
+
+  it('builds the create-time 422 exactly', () => {
+    const errs = validateObjectMeta({ namespace: 'ns' }, true);
+    expect(newInvalid({ group: '', kind: 'Pod' }, '', errs).status.message).toBe(
+      'Pod "" is invalid: metadata.name: Required value: name or generateName is required',
+    );
+    const bad = validateObjectMeta({ name: 'Bad_Name', labels: { 'a/b/c': 'x', ok: '-bad' } }, true);
+    expect(bad.map(formatFieldError)).toEqual([
+      `metadata.name: Invalid value: "Bad_Name": ${SUBDOMAIN_ERR}`,
+      'metadata.namespace: Required value',
+      `metadata.labels: Invalid value: "a/b/c": a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]') with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+      `metadata.labels: Invalid value: "-bad": a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')`,
+    ]);
+    expect(validateObjectMeta({ name: 'n', namespace: 'x' }, false).map(formatFieldError)).toEqual([
+      'metadata.namespace: Forbidden: not allowed on this type',
+    ]);
+    // generateName may end in '-': the random suffix follows.
+    expect(validateObjectMeta({ generateName: 'web-', name: 'web-abcde', namespace: 'ns' }, true)).toEqual([]);
+    expect(validateObjectMeta({ name: 'n', namespace: 'ns', annotations: { 'Example.com/Key': 'v' } }, true)).toEqual([]);
+    expect(validateObjectMeta({ name: 'n', namespace: 'ns', annotations: { big: 'x'.repeat(256 * 1024) } }, true).map(formatFieldError)).toEqual([
+      'metadata.annotations: Too long: may not be more than 262144 bytes',
+    ]);
+  });
+
+  it('object keys and timestamps', () => {
+    expect(objectKey('ns', 'a')).toBe('ns/a');
+    expect(objectKey(undefined, 'a')).toBe('a');
+    expect(objectKey('', 'a')).toBe('a');
+    expect(nowRfc3339()).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ$/);
   });
 });

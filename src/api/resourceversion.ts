@@ -114,7 +114,9 @@ export function decodeContinue(token: string): ContinueToken & Record<string, un
   const start = obj.start ?? '';
   if (typeof v !== 'string') throw invalidToken(`${GENERIC_INVALID}: json: cannot unmarshal ${jsonKind(v)} into Go struct field continueToken.v of type string`);
   if (typeof rv !== 'number' || !Number.isInteger(rv)) {
-    throw invalidToken(`${GENERIC_INVALID}: json: cannot unmarshal ${jsonKind(rv)} into Go struct field continueToken.rv of type int64`);
+    // encoding/json names the offending literal for numbers ("number 1.5"), only the kind otherwise.
+    const what = typeof rv === 'number' ? `number ${rv}` : jsonKind(rv);
+    throw invalidToken(`${GENERIC_INVALID}: json: cannot unmarshal ${what} into Go struct field continueToken.rv of type int64`);
   }
   if (typeof start !== 'string') {
     throw invalidToken(`${GENERIC_INVALID}: json: cannot unmarshal ${jsonKind(start)} into Go struct field continueToken.start of type string`);

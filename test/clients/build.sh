@@ -20,5 +20,7 @@ if [[ ! -x "$out" ]]; then
   CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$out.tmp" ./informer
   mv "$out.tmp" "$out"
   echo "[clients] informer built in $((SECONDS - start)) s" >&2
+  # Binaries of older sources pile up while the program is edited; other clones rebuild in seconds if needed.
+  find "$CACHE" -maxdepth 1 -name 'informer-*' ! -name "informer-$hash" -mtime +7 -delete 2>/dev/null || true
 fi
 echo "$out"

@@ -142,9 +142,9 @@ function forgetGroup(f: FleetRecord, pgid: number): void {
 
 /**
  * A detached shell that outlives a SIGKILLed test process: once the owner pid is gone it kills every process
- * group listed in the fleet dir and removes the dir. It ends by itself when the dir disappears.
+ * group listed in dir/pgids and removes dir. It ends by itself when dir disappears (normal teardown).
  */
-function startWatchdog(f: FleetRecord): number | undefined {
+export function startWatchdog(dir: string, owner = process.pid): number | undefined {
   const script = [
     'owner=$1; dir=$2',
     'while kill -0 "$owner" 2>/dev/null && [ -d "$dir" ]; do sleep 1; done',
@@ -152,7 +152,7 @@ function startWatchdog(f: FleetRecord): number | undefined {
     'for g in $(cat "$dir/pgids" 2>/dev/null); do kill -KILL -- "-$g" 2>/dev/null; done',
     'rm -rf "$dir"',
   ].join('\n');
-  const w = spawn('sh', ['-c', script, 'fleetgate-e2e-watchdog', String(process.pid), f.dir], { detached: true, stdio: 'ignore' });
+  const w = spawn('sh', ['-c', script, 'fleetgate-e2e-watchdog', String(owner), dir], { detached: true, stdio: 'ignore' });
   w.unref();
   return w.pid;
 }
@@ -533,7 +533,7 @@ export async function startRealFleet(opts: { members?: string[] } = {}): Promise
   writeFileSync(join(dir, 'pgids'), '');
   const f: FleetRecord = { dir, groups: new Set() };
   liveFleets.add(f);
-  const watchdog = startWatchdog(f);
+  const watchdog = startWatchdog(dir);
 
   const names = ['control-plane', ...(opts.members ?? ['member-a', 'member-b'])];
   const results = await Promise.allSettled(names.map((n) => startCluster(f, n, bins)));

@@ -520,10 +520,15 @@ async function ensureNodes(c: SeedTarget, nodes: [string, string], now: Date): P
   }
 }
 
+/** The two nodes seedMember creates on a cluster and spreads the fixture pods over. */
+export function memberNodes(clusterName: string): [string, string] {
+  return [`${clusterName}-node-1`, `${clusterName}-node-2`];
+}
+
 /** Seeds nodes, the fixture pods with their statuses (one left Terminating) and events into one namespace. */
 export async function seedMember(c: SeedTarget, opts: { namespace: string; prefix?: string; now?: Date }): Promise<void> {
   const now = opts.now ?? new Date();
-  const nodes: [string, string] = [`${c.name}-node-1`, `${c.name}-node-2`];
+  const nodes = memberNodes(c.name);
   const fopts: FixtureOptions = { prefix: opts.prefix, now, nodes };
   const ns = opts.namespace;
   await ensureNamespace(c.endpoint, ns);

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -123,6 +124,7 @@ func main() {
 	untilFile := flag.String("until-file", "", "stop once this file exists")
 	outPath := flag.String("out", "", "write the result JSON here (default: stdout as a final line)")
 	watchList := flag.String("watch-list", "", "true/false: force client-go's WatchListClient feature gate")
+	stdinStop := flag.Bool("stop-on-stdin-close", false, "stop when stdin reaches EOF (the parent process went away)")
 	flag.Parse()
 	if *kubeconfig == "" {
 		fmt.Fprintln(os.Stderr, "informer: --kubeconfig is required")
@@ -191,6 +193,10 @@ func main() {
 				time.Sleep(100 * time.Millisecond)
 			}
 		}()
+	}
+
+	if *stdinStop {
+		go func() { _, _ = io.Copy(io.Discard, os.Stdin); stoppedBy <- "stdin-closed" }()
 	}
 
 	factory.Start(ctx.Done())

@@ -7,8 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { ListOptions } from '../api/listoptions.js';
 import type { ResourceDescriptor } from '../api/resource.js';
 import { groupVersion } from '../api/resource.js';
-import { decodeContinue, encodeContinue, expiredContinueError } from '../api/resourceversion.js';
-import { newResourceExpired, newTimeoutError } from '../api/status.js';
+import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, tooLargeResourceVersionError } from '../api/resourceversion.js';
 import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
 import { ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
@@ -50,11 +49,14 @@ export function matcher(opts: ListOptions, extra?: ObjectFilter): ObjectFilter |
 /** Picks the snapshot a list is served from (see kube-api-surface.md §3), waiting for a future version briefly. */
 export async function listSnapshot(store: Store, opts: ListOptions): Promise<{ snap: Snapshot; start: string }> {
   if (opts.continue) {
+    checkContinueResourceVersion(opts.resourceVersion);
     const token = decodeContinue(opts.continue);
+    // rv -1 is the "inconsistent" token a 410 hands out: continue at the latest version.
+    if (token.rv < 0) return { snap: store.snapshot(), start: token.start };
     try {
       return { snap: store.snapshot(token.rv), start: token.start };
     } catch (e) {
-      if (e instanceof ResourceVersionTooOld) throw expiredContinueError();
+      if (e instanceof ResourceVersionTooOld) throw expiredContinueError(token.start);
       throw e;
     }
   }
@@ -67,9 +69,7 @@ export async function listSnapshot(store: Store, opts: ListOptions): Promise<{ s
   try {
     return { snap: store.snapshot(n), start: '' };
   } catch (e) {
-    if (e instanceof ResourceVersionTooOld) {
-      throw newResourceExpired('The resourceVersion for the provided list is too old.');
-    }
+    if (e instanceof ResourceVersionTooOld) throw expiredListError();
     throw e;
   }
 }
@@ -78,13 +78,7 @@ async function waitFresh(store: Store, rv: number): Promise<void> {
   try {
     await store.waitForRV(rv, FRESHNESS_WAIT_MS);
   } catch {
-    const err = newTimeoutError(`Too large resource version: ${rv}, current: ${store.clock.current()}`, 1);
-    err.status.details = {
-      ...err.status.details,
-      causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }],
-      retryAfterSeconds: 1,
-    };
-    throw err;
+    throw tooLargeResourceVersionError(rv, store.clock.current());
   }
 }
 

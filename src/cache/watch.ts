@@ -104,7 +104,9 @@ export function serveWatch(
         if (!sel || sel(o)) write(enc.synthetic(o));
       }
       lastRV = snapRV;
-      if (opts.sendInitialEvents) {
+      // The closing bookmark goes only to clients that take bookmarks, as the apiserver does (sendInitialEvents
+      // is also defaulted on for plain watches from "" or "0" since WatchList went beta).
+      if (opts.sendInitialEvents && opts.allowWatchBookmarks) {
         write(encodeWatchEvent('BOOKMARK', enc.bookmark(String(snapRV), { [INITIAL_EVENTS_END_ANNOTATION]: 'true' })));
       }
     } else {

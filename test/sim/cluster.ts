@@ -6,11 +6,10 @@
 import { randomUUID } from 'node:crypto';
 import { eventFields } from '../../src/api/fields.js';
 import { eventsV1ToCore } from '../../src/api/eventconv.js';
-import type { KubeObject } from '../../src/api/meta.js';
+import { nameValidatorFor, nowRfc3339, validateObjectMeta, type KubeObject } from '../../src/api/meta.js';
 import { applyPatch, type PatchType } from '../../src/api/patch.js';
 import {
   fieldInvalid,
-  fieldRequired,
   newAlreadyExists,
   newBadRequest,
   newConflict,
@@ -139,14 +138,12 @@ export class SimCluster implements SimResourceAccess {
       delete meta.namespace;
     }
     if (!meta.name && meta.generateName) meta.name = meta.generateName + randomSuffix();
-    if (!meta.name) {
-      throw newInvalid({ group: r.group, kind: r.kind }, '', [fieldRequired('metadata.name', 'name or generateName is required')]);
-    }
-    validateName(r, meta.name);
+    const errs = validateObjectMeta(meta, r.namespaced, nameValidatorFor(r.group, r.resource));
+    if (errs.length > 0) throw newInvalid({ group: r.group, kind: r.kind }, meta.name ?? '', errs);
     if (r.namespaced) this.requireNamespace(namespace, r);
     const store = this.writeStore(r);
-    const key = keyOf(r, namespace, meta.name);
-    if (store.get(key)) throw newAlreadyExists(r, meta.name);
+    const name = meta.name!;
+    if (store.get(keyOf(r, namespace, name))) throw newAlreadyExists(r, name);
 
     meta.uid = randomUUID();
     meta.creationTimestamp = nowRfc3339();
@@ -392,10 +389,6 @@ export function keyOf(r: { namespaced: boolean }, namespace: string, name: strin
   return r.namespaced ? `${namespace}/${name}` : name;
 }
 
-export function nowRfc3339(): string {
-  return new Date().toISOString().replace(/\.\d+Z$/, 'Z');
-}
-
 function randomSuffix(): string {
   let s = '';
   for (let i = 0; i < 5; i++) s += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)];
@@ -415,19 +408,6 @@ function asObject(body: unknown, r: SimResource): KubeObject {
   obj.apiVersion = r.group ? `${r.group}/${r.version}` : r.version;
   obj.kind = r.kind;
   return obj;
-}
-
-const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-
-function validateName(r: SimResource, name: string): void {
-  const label = r.group === '' && (r.resource === 'namespaces' || r.resource === 'services');
-  const ok = label ? DNS1123_LABEL.test(name) && name.length <= 63 : DNS1123_SUBDOMAIN.test(name) && name.length <= 253;
-  if (ok) return;
-  const detail = label
-    ? "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
-    : "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
-  throw newInvalid({ group: r.group, kind: r.kind }, name, [fieldInvalid('metadata.name', name, detail)]);
 }
 
 /** The defaults the apiserver fills in on create that tests and printers look at. */

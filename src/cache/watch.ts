@@ -98,7 +98,8 @@ export function serveWatch(
 
   const rv = opts.resourceVersion;
   try {
-    if (rv === '' || rv === '0' || opts.sendInitialEvents) {
+    const fromNow = rv === '' || rv === '0';
+    if (opts.sendInitialEvents ?? fromNow) {
       const snapRV = store.clock.current();
       for (const o of store.snapshot().iterate(prefix, prefix)) {
         if (!sel || sel(o)) write(enc.synthetic(o));
@@ -109,6 +110,8 @@ export function serveWatch(
       if (opts.sendInitialEvents && opts.allowWatchBookmarks) {
         write(encodeWatchEvent('BOOKMARK', enc.bookmark(String(snapRV), { [INITIAL_EVENTS_END_ANNOTATION]: 'true' })));
       }
+    } else if (fromNow) {
+      lastRV = store.clock.current();
     } else {
       const from = Number(rv);
       for (const ev of store.eventsSince(from)) deliver(ev);

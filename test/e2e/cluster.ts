@@ -149,7 +149,8 @@ export function startWatchdog(dir: string, owner = process.pid): number | undefi
     'owner=$1; dir=$2',
     'while kill -0 "$owner" 2>/dev/null && [ -d "$dir" ]; do sleep 1; done',
     '[ -d "$dir" ] || exit 0',
-    'for g in $(cat "$dir/pgids" 2>/dev/null); do kill -KILL -- "-$g" 2>/dev/null; done',
+    // dash's kill takes no "--": the negative pid follows the signal directly.
+    'for g in $(cat "$dir/pgids" 2>/dev/null); do kill -KILL "-$g" 2>/dev/null; done',
     'rm -rf "$dir"',
   ].join('\n');
   const w = spawn('sh', ['-c', script, 'fleetgate-e2e-watchdog', String(owner), dir], { detached: true, stdio: 'ignore' });

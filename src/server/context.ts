@@ -1,0 +1,28 @@
+// What every step of the chain knows about the request it is handling. Steps fill it in order: request info,
+// then the caller's identity, then (issue 5) audit, flow control and admission decisions.
+
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Logger } from 'pino';
+import type { UserInfo } from '../api/user.js';
+import type { RequestInfo } from '../request/requestinfo.js';
+
+export type Request = IncomingMessage | Http2ServerRequest;
+export type Response = ServerResponse | Http2ServerResponse;
+
+export interface RequestContext {
+  req: Request;
+  res: Response;
+  /** The request URL; for /clusters/<name>/... the path after the prefix. */
+  url: URL;
+  /** Audit-ID: the client's if it sent one, else generated; echoed on every response. */
+  auditID: string;
+  info: RequestInfo;
+  /** The caller as authenticated, or the identity it impersonates when that was allowed. */
+  user?: UserInfo;
+  /** Set when the caller's own Impersonate-* headers were honoured: who really asked. */
+  impersonator?: UserInfo;
+  /** For /clusters/<name>/... requests: the member cluster. */
+  cluster?: string;
+  log: Logger;
+}

@@ -17,9 +17,10 @@ const HEX = '0123456789abcdef';
 
 function hash(n: number, len: number): string {
   let s = '';
-  let x = (n * 2654435761) >>> 0;
+  let x = Math.imul(n, 2654435761 | 0) >>> 0;
   for (let i = 0; i < len; i++) {
-    x = (x * 1103515245 + 12345) >>> 0;
+    // Math.imul keeps the low bits a plain multiply would lose past 2^53.
+    x = (Math.imul(x, 1103515245) + 12345) >>> 0;
     s += HEX[x & 15];
   }
   return s;
@@ -59,6 +60,7 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
     metadata: {
       name,
       namespace: o.namespace,
+      creationTimestamp: started,
       labels,
       annotations: { 'kubectl.kubernetes.io/default-container': 'app', 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9090' },
       ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${o.app}-${rsHash}`, uid: `${hash(o.app.length, 8)}-${hash(1, 4)}-${hash(2, 4)}-${hash(3, 4)}-${hash(4, 12)}`, controller: true, blockOwnerDeletion: true }],
@@ -89,7 +91,7 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
     state: running ? { running: { startedAt: started } } : phase === 'Pending' ? { waiting: { reason: 'ContainerCreating' } } : { terminated: { exitCode: phase === 'Succeeded' ? 0 : 1, reason: phase === 'Succeeded' ? 'Completed' : 'Error', startedAt: started, finishedAt: started } },
     lastState: {},
     ready: running,
-    restartCount: o.index % 11 === 0 ? 1 : 0,
+    restartCount: running && o.index % 11 === 0 ? 1 : 0,
     image: `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`,
     imageID: `registry.example.com/${o.app}/${cname}@sha256:${hash(o.index + cname.length, 64)}`,
     containerID: running ? `containerd://${hash(o.index * 31 + cname.length, 64)}` : undefined,

@@ -14,6 +14,8 @@ export interface ChurnOptions {
   /** Share of creates / updates / deletes; deletes only happen when there is something to delete. */
   mix?: { create: number; update: number; delete: number };
   seed?: number;
+  /** Prefix of the generated pods' app label (and names), so several generators do not collide. */
+  appPrefix?: string;
 }
 
 export interface Churn {
@@ -51,7 +53,7 @@ export function startChurn(clusters: SimCluster[], opts: ChurnOptions): Churn {
     const names = live[ci];
     const x = rand();
     if (names.size === 0 || x < mix.create) {
-      const { pod, status } = generatePod({ namespace, app: `churn-${ci}`, index: index++, node: `${c.name}-node-1` });
+      const { pod, status } = generatePod({ namespace, app: `${opts.appPrefix ?? 'churn'}-${ci}`, index: index++, node: `${c.name}-node-1` });
       (pod as any).status = status;
       const stored = c.load(pods, pod as KubeObject);
       names.add(stored.name);

@@ -1,0 +1,313 @@
+// Differential tests: the same objects and requests against a real kube-apiserver member and against a simulated
+// one must give the same answers. Where they disagree, the real apiserver is right and the sim (or the shared
+// rules in src/api it uses) is what gets fixed.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { call, openWatch, type ClusterEndpoint } from '../support/http.js';
+import { kubectl, withoutAge, type KubectlVersion } from '../support/kubectl.js';
+import { startRealFleet, type RealFleet } from './cluster.js';
+import { requireGo } from './require-go.js';
+import { seedMember } from './seed.js';
+
+const NS = 'diff';
+const TABLE = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json;as=Table;v=v1beta1;g=meta.k8s.io,application/json';
+
+interface Side {
+  name: 'real' | 'sim';
+  ep: ClusterEndpoint;
+  kubeconfig: string;
+}
+
+describe.skipIf(!requireGo())('the sim answers like a real kube-apiserver', () => {
+  let real: RealFleet;
+  let sim: SimFleet;
+  let sides: [Side, Side];
+
+  beforeAll(async () => {
+    [real, sim] = await Promise.all([
+      startRealFleet({ members: ['member-a'] }),
+      startSimFleet({ clusters: ['member-a'], nodesPerCluster: 0 }),
+    ]);
+    const r = real.members[0];
+    const s = sim.member('member-a');
+    const simEp: ClusterEndpoint = { url: s.url, caPem: sim.servingCA.certPem, token: sim.adminToken };
+    sides = [
+      { name: 'real', ep: r.endpoint, kubeconfig: r.kubeconfigPath },
+      { name: 'sim', ep: simEp, kubeconfig: s.kubeconfigPath },
+    ];
+    const now = new Date();
+    await Promise.all([
+      seedMember({ name: 'member-a', url: r.url, caPem: r.caPem, endpoint: r.endpoint }, { namespace: NS, now }),
+      seedMember({ name: 'member-a', url: s.url, caPem: sim.servingCA.certPem, endpoint: simEp }, { namespace: NS, now }),
+    ]);
+  });
+
+  afterAll(async () => {
+    await Promise.all([real?.stop(), sim?.close()]);
+  });
+
+  /** Runs fn on both sides and returns [real, sim]. */
+  const both = <T>(fn: (s: Side) => Promise<T>): Promise<[T, T]> => Promise.all([fn(sides[0]), fn(sides[1])]) as Promise<[T, T]>;
+
+  describe.each<KubectlVersion>(['1.27', '1.33'])('kubectl %s prints the same', (v) => {
+    const cases: Array<[string, string[]]> = [
+      ['get pods -o wide', ['get', 'pods', '-n', NS, '-o', 'wide']],
+      ['get events', ['get', 'events', '-n', NS]],
+      ['get events -o wide', ['get', 'events', '-n', NS, '-o', 'wide']],
+      ['get pods -l app=web', ['get', 'pods', '-n', NS, '-l', 'app=web']],
+      ['get pods --field-selector status.phase=Running', ['get', 'pods', '-n', NS, '--field-selector', 'status.phase=Running']],
+      ['get pods --show-labels', ['get', 'pods', '-n', NS, '--show-labels']],
+    ];
+    it.each(cases)('%s', async (_label, args) => {
+      const [r, s] = await both((side) => kubectl(v, side.kubeconfig, args));
+      expect(r.code).toBe(0);
+      expect(r.stdout.trim().split('\n').length).toBeGreaterThan(1);
+      expect({ code: s.code, stderr: s.stderr, stdout: withoutAge(s.stdout) }).toEqual({ code: r.code, stderr: r.stderr, stdout: withoutAge(r.stdout) });
+    });
+  });
+
+  describe('server-side tables', () => {
+    for (const [label, path] of [
+      ['pods', `/api/v1/namespaces/${NS}/pods`],
+      ['events', `/api/v1/namespaces/${NS}/events`],
+      ['events.k8s.io events', `/apis/events.k8s.io/v1/namespaces/${NS}/events`],
+    ] as const) {
+      it(`${label}: same columns, cells and row conditions`, async () => {
+        const [r, s] = await both((side) => call(side.ep, 'GET', path, { accept: TABLE }));
+        expect(r.status).toBe(200);
+        const rt = r.json();
+        const st = s.json();
+        expect(st.columnDefinitions).toEqual(rt.columnDefinitions);
+        const timeCols = new Set(
+          rt.columnDefinitions.map((c: any, i: number) => (['Age', 'Last Seen', 'First Seen'].includes(c.name) ? i : -1)).filter((i: number) => i >= 0),
+        );
+        const norm = (rows: any[]) =>
+          rows.map((row) => ({
+            cells: row.cells.map((c: unknown, i: number) => (timeCols.has(i) ? '<time>' : typeof c === 'string' ? c.replace(/\((\d+[smhd])+ ago\)/, '(<t> ago)') : c)),
+            conditions: row.conditions,
+            objectKind: row.object?.kind,
+          }));
+        expect(norm(st.rows)).toEqual(norm(rt.rows));
+      });
+    }
+  });
+
+  describe('label selectors', () => {
+    const selectors = [
+      'app=web',
+      'app==web',
+      'app!=web',
+      'app in (web,api)',
+      'app notin (web)',
+      'tier',
+      '!tier',
+      'app=web,tier=frontend',
+      'app in (web),!tier',
+      'x in (a,)',
+      'app=',
+      // invalid
+      'app==',
+      'app in web',
+      '!!app',
+      'app=web=x',
+      'Bad Key=1',
+      'app notin ()',
+      'a'.repeat(64) + '=x',
+      'app=' + 'v'.repeat(64),
+    ];
+    it.each(selectors)('%s', async (sel) => {
+      const q = `/api/v1/namespaces/${NS}/pods?labelSelector=${encodeURIComponent(sel)}`;
+      const [r, s] = await both((side) => call(side.ep, 'GET', q));
+      expect(s.status).toBe(r.status);
+      if (r.status === 200) {
+        const names = (x: any) => x.json().items.map((p: any) => p.metadata.name);
+        expect(names(s)).toEqual(names(r));
+      } else {
+        expect(s.json()).toEqual(r.json());
+      }
+    });
+  });
+
+  describe('field selectors', () => {
+    const cases: Array<[string, string]> = [
+      ['pods', 'status.phase=Running'],
+      ['pods', 'status.phase!=Running'],
+      ['pods', 'spec.nodeName=member-a-node-1'],
+      ['pods', 'spec.nodeName='],
+      ['pods', 'metadata.name=web-running'],
+      ['pods', 'spec.restartPolicy=Always,status.phase=Running'],
+      ['pods', 'spec.schedulerName=default-scheduler'],
+      ['pods', 'spec.serviceAccountName=default'],
+      ['pods', 'status.podIP=10.244.1.11'],
+      ['pods', 'spec.host=member-a-node-2'],
+      ['pods', 'spec.bogus=x'],
+      ['pods', 'status.phase'],
+      ['pods', 'metadata.labels=x'],
+      ['events', 'involvedObject.kind=Pod'],
+      ['events', 'type=Warning'],
+      ['events', 'reason=BackOff'],
+      ['events', 'involvedObject.name=web-running,reason=Started'],
+      ['events', 'source=kubelet'],
+      ['events', 'reportingComponent=kubelet'],
+      ['events', 'involvedObject.fieldPath=spec.containers{app}'],
+      ['events', 'message=x'],
+    ];
+    it.each(cases)('%s: %s', async (resource, sel) => {
+      const q = `/api/v1/namespaces/${NS}/${resource}?fieldSelector=${encodeURIComponent(sel)}`;
+      const [r, s] = await both((side) => call(side.ep, 'GET', q));
+      expect(s.status).toBe(r.status);
+      if (r.status === 200) {
+        const names = (x: any) => x.json().items.map((p: any) => p.metadata.name);
+        expect(names(s)).toEqual(names(r));
+      } else {
+        expect(s.json()).toEqual(r.json());
+      }
+    });
+  });
+
+  describe('Status errors', () => {
+    const pod = (name: string, extra: Record<string, unknown> = {}) => ({
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: { name, ...extra },
+      spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] },
+    });
+
+    it('404 for a missing pod', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'GET', `/api/v1/namespaces/${NS}/pods/nope`));
+      expect(r.status).toBe(404);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('404 for a missing namespace on create', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'POST', `/api/v1/namespaces/no-such-ns/pods`, { body: pod('x') }));
+      expect(r.status).toBe(404);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('409 AlreadyExists', async () => {
+      await both((side) => call(side.ep, 'POST', `/api/v1/namespaces/${NS}/configmaps`, { body: { metadata: { name: 'dup' } } }));
+      const [r, s] = await both((side) => call(side.ep, 'POST', `/api/v1/namespaces/${NS}/configmaps`, { body: { metadata: { name: 'dup' } } }));
+      expect(r.status).toBe(409);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('409 Conflict on a stale resourceVersion', async () => {
+      const [r, s] = await both(async (side) => {
+        const created = (await call(side.ep, 'POST', `/api/v1/namespaces/${NS}/configmaps`, { body: { metadata: { name: 'stale' }, data: { a: '1' } } })).json();
+        await call(side.ep, 'PUT', `/api/v1/namespaces/${NS}/configmaps/stale`, { body: { ...created, data: { a: '2' } } });
+        return call(side.ep, 'PUT', `/api/v1/namespaces/${NS}/configmaps/stale`, { body: { ...created, data: { a: '3' } } });
+      });
+      expect(r.status).toBe(409);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('422 Invalid for a bad name', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'POST', `/api/v1/namespaces/${NS}/configmaps`, { body: { metadata: { name: 'Bad_Name' } } }));
+      expect(r.status).toBe(422);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('422 Invalid for a missing name', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'POST', `/api/v1/namespaces/${NS}/configmaps`, { body: { metadata: {} } }));
+      expect(r.status).toBe(422);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('400 for malformed JSON, same code and reason', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'POST', `/api/v1/namespaces/${NS}/configmaps`, { body: '{"metadata": {"name": "x"', contentType: 'application/json' }));
+      expect(r.status).toBe(400);
+      expect([s.status, s.json().reason, s.json().kind]).toEqual([r.status, r.json().reason, r.json().kind]);
+    });
+
+    it('404 for an unknown resource, same code and reason', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'GET', `/api/v1/namespaces/${NS}/widgets`));
+      expect(r.status).toBe(404);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('404 for an unknown group', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'GET', `/apis/widgets.example.com/v1/widgets`));
+      expect([s.status, s.text]).toEqual([r.status, r.text]);
+    });
+
+    it('400 for a garbage continue token', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'GET', `/api/v1/namespaces/${NS}/pods?limit=2&continue=garbage`));
+      expect(r.status).toBe(400);
+      expect(s.json()).toEqual(r.json());
+    });
+
+    it('410 for a watch from a resourceVersion older than history', async () => {
+      const [r, s] = await both(async (side) => {
+        const w = await openWatch(side.ep, `/api/v1/namespaces/${NS}/pods?watch=1&resourceVersion=1`);
+        const evs = await w.waitFor((e) => e.length > 0, 10_000);
+        w.close();
+        return evs[0];
+      });
+      expect(r.type).toBe('ERROR');
+      const shape = (e: any) => ({ type: e.type, code: e.object.code, reason: e.object.reason, kind: e.object.kind, msg: String(e.object.message).replace(/\d+/g, 'N') });
+      expect(shape(s)).toEqual(shape(r));
+    });
+
+    it('405 for an unsupported verb on a subresource', async () => {
+      const [r, s] = await both((side) => call(side.ep, 'DELETE', `/api/v1/namespaces/${NS}/pods/web-running/status`));
+      expect([s.status, s.json().reason]).toEqual([r.status, r.json().reason]);
+    });
+  });
+
+  it('watch event sequences under selectors', async () => {
+    const [r, s] = await both(async (side) => {
+      const base = `/api/v1/namespaces/${NS}/pods`;
+      const list = (await call(side.ep, 'GET', `${base}?labelSelector=watched%3Dyes`)).json();
+      const w = await openWatch(side.ep, `${base}?watch=1&labelSelector=watched%3Dyes&resourceVersion=${list.metadata.resourceVersion}`);
+      const merge = (labels: Record<string, string | null>) =>
+        call(side.ep, 'PATCH', `${base}/w1`, { body: { metadata: { labels } }, contentType: 'application/merge-patch+json' });
+      await call(side.ep, 'POST', base, { body: { metadata: { name: 'w1', labels: { watched: 'yes' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } } });
+      await merge({ watched: 'no' });
+      await merge({ watched: 'yes' });
+      await merge({ extra: 'x' });
+      await call(side.ep, 'DELETE', `${base}/w1?gracePeriodSeconds=0`);
+      await call(side.ep, 'POST', base, { body: { metadata: { name: 'w2', labels: { watched: 'no' } }, spec: { containers: [{ name: 'c', image: 'nginx:1.27' }] } } });
+      await call(side.ep, 'DELETE', `${base}/w2?gracePeriodSeconds=0`);
+      const evs = await w.waitFor((e) => e.filter((x) => x.type === 'DELETED').length >= 2, 10_000);
+      w.close();
+      return evs.map((e) => `${e.type} ${e.object.metadata.name} ${e.object.metadata.labels?.watched ?? ''}`);
+    });
+    expect(r).toEqual(['ADDED w1 yes', 'DELETED w1 yes', 'ADDED w1 yes', 'MODIFIED w1 yes', 'DELETED w1 yes']);
+    expect(s).toEqual(r);
+  });
+
+  describe('list pagination', () => {
+    for (const [label, query] of [
+      ['all pods, limit 3', 'limit=3'],
+      ['with a label selector, limit 2', 'limit=2&labelSelector=app%3Dweb'],
+      ['with a field selector, limit 4', 'limit=4&fieldSelector=status.phase%3DRunning'],
+    ] as const) {
+      it(label, async () => {
+        const pages = await both(async (side) => {
+          const out: Array<{ names: string[]; more: boolean; remaining?: number; sameRV: boolean }> = [];
+          let token = '';
+          let firstRV = '';
+          for (let i = 0; i < 50; i++) {
+            const res = await call(side.ep, 'GET', `/api/v1/namespaces/${NS}/pods?${query}${token ? `&continue=${encodeURIComponent(token)}` : ''}`);
+            expect(res.status).toBe(200);
+            const body = res.json();
+            firstRV ||= body.metadata.resourceVersion;
+            out.push({
+              names: body.items.map((p: any) => p.metadata.name),
+              more: !!body.metadata.continue,
+              remaining: body.metadata.remainingItemCount,
+              sameRV: body.metadata.resourceVersion === firstRV,
+            });
+            token = body.metadata.continue ?? '';
+            if (!token) break;
+          }
+          return out;
+        });
+        expect(pages[0].length).toBeGreaterThan(1);
+        expect(pages[1]).toEqual(pages[0]);
+      });
+    }
+  });
+});

@@ -1,0 +1,120 @@
+// Who is calling the gateway, decided the way kube-apiserver's authentication chain decides it
+// (pkg/kubeapiserver/authenticator/config.go):
+//   union(x509 client certificate, Authorization bearer token, WebSocket protocol token), where tokens go to
+//   union(static token file, OIDC issuers); then system:authenticated is added.
+// The union keeps going after a failure, so a bad certificate next to a good token authenticates by the token;
+// but when nothing succeeded and something failed, the request is a 401 even if anonymous access is on
+// (FailOnError: a bad credential is never treated as no credential). Only a request that presents nothing
+// returns null, and the chain then decides between anonymousUser() and 401.
+
+import type { IncomingMessage } from 'node:http';
+import type { Http2ServerRequest } from 'node:http2';
+import type { Logger } from 'pino';
+import { newUnauthorized } from '../api/status.js';
+import { SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
+import { bearerTokenFromHeader, bearerTokenFromWebSocketProtocol, type TokenLookup } from './bearer.js';
+import { withAuthenticatedGroup } from './group.js';
+import { newOidcAuthenticator, untrustedIssuer, type OidcAuthenticator, type OidcIssuerConfig, type TokenOutcome } from './oidc.js';
+import { loadTokenFile } from './tokenfile.js';
+import { authenticateClientCert } from './x509.js';
+
+export type { OidcIssuerConfig } from './oidc.js';
+
+/** The authentication section of the gateway config: authentication.{anonymous.enabled, x509.enabled, oidc[], tokenFile}. */
+export interface AuthnConfig {
+  anonymous: boolean;
+  x509: boolean;
+  oidc: OidcIssuerConfig[];
+  tokenFile?: string;
+}
+
+export interface Authenticator {
+  /**
+   * The caller, with system:authenticated; null when the request presents no credential at all (the caller
+   * then applies the anonymous setting). Throws a 401 StatusError when a credential was presented and none
+   * was good. The returned user is frozen: it may be shared with other requests.
+   */
+  authenticate(req: IncomingMessage | Http2ServerRequest): Promise<UserInfo | null>;
+  close(): void;
+}
+
+export interface AuthenticatorOptions {
+  /** Failure reasons go here at debug level (never tokens), issuer discovery failures at error level. */
+  log?: Logger;
+}
+
+/** The user kube-apiserver gives requests without credentials when --anonymous-auth is on. */
+export function anonymousUser(): UserInfo {
+  return { username: SYSTEM_ANONYMOUS, groups: [SYSTEM_UNAUTHENTICATED] };
+}
+
+export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOptions = {}): Promise<Authenticator> {
+  const log = opts.log;
+
+  const staticTokens = new Map<string, Readonly<UserInfo>>();
+  if (cfg.tokenFile !== undefined && cfg.tokenFile !== '') {
+    const table = await loadTokenFile(cfg.tokenFile);
+    for (const w of table.warnings) log?.warn(w.message);
+    for (const [token, user] of table.tokens) staticTokens.set(token, withAuthenticatedGroup(user));
+  }
+
+  const issuers = new Map<string, OidcAuthenticator>();
+  try {
+    for (const c of cfg.oidc) {
+      if (issuers.has(c.issuer)) throw new Error(`oidc: issuer ${JSON.stringify(c.issuer)} is configured more than once`);
+      issuers.set(c.issuer, await newOidcAuthenticator(c, {
+        onInitError: (issuer, err) => log?.error({ issuer, err: err.message }, 'oidc authenticator: initializing plugin failed'),
+      }));
+    }
+  } catch (err) {
+    for (const a of issuers.values()) a.close();
+    throw err;
+  }
+
+  /** union(token file, OIDC): the first that knows the token decides; nobody knowing it is an error too. */
+  async function authenticateToken(token: string): Promise<TokenOutcome> {
+    const fromFile = staticTokens.get(token);
+    if (fromFile !== undefined) return { kind: 'user', user: fromFile };
+    if (issuers.size > 0) {
+      const iss = untrustedIssuer(token);
+      const oidc = iss === undefined ? undefined : issuers.get(iss);
+      if (oidc !== undefined) {
+        const r = await oidc.authenticateToken(token);
+        if (r.kind !== 'none') return r;
+      }
+    }
+    // bearertoken.Authenticator: a token nobody claimed is not "no credential".
+    return { kind: 'error', reason: 'invalid bearer token' };
+  }
+
+  async function fromLookup(lookup: TokenLookup): Promise<TokenOutcome> {
+    if (lookup.kind === 'none') return lookup;
+    if (lookup.kind === 'invalid') return { kind: 'error', reason: lookup.reason };
+    return authenticateToken(lookup.token);
+  }
+
+  return {
+    async authenticate(req) {
+      let failures: string[] | undefined;
+      if (cfg.x509) {
+        const r = authenticateClientCert(req);
+        if (r.kind === 'user') return r.user;
+        if (r.kind === 'error') (failures ??= []).push(r.reason);
+      }
+      const headers = req.headers;
+      let r = await fromLookup(bearerTokenFromHeader(headers));
+      if (r.kind === 'user') return r.user;
+      if (r.kind === 'error') (failures ??= []).push(r.reason);
+      r = await fromLookup(bearerTokenFromWebSocketProtocol(headers));
+      if (r.kind === 'user') return r.user;
+      if (r.kind === 'error') (failures ??= []).push(r.reason);
+
+      if (failures === undefined) return null;
+      log?.debug({ reason: failures.length === 1 ? failures[0] : `[${failures.join(', ')}]` }, 'Unable to authenticate the request');
+      throw newUnauthorized();
+    },
+    close() {
+      for (const a of issuers.values()) a.close();
+    },
+  };
+}

@@ -72,11 +72,7 @@ function podCells(pod: any, nowMs: number): unknown[] {
     if (c?.type === 'PodScheduled' && c.reason === 'SchedulingGated') reason = 'SchedulingGated';
   }
 
-  const initByName = new Map<string, any>();
-  for (const c of initSpecs) {
-    initByName.set(c?.name, c);
-    if (isSidecar(c)) totalContainers++;
-  }
+  for (const c of initSpecs) if (isSidecar(c)) totalContainers++;
 
   let initializing = false;
   const initStatuses: any[] = status.initContainerStatuses ?? [];
@@ -91,7 +87,7 @@ function podCells(pod: any, nowMs: number): unknown[] {
         lastRestartTs = lastTerm.finishedAt;
       }
     }
-    const sidecar = isSidecar(initByName.get(cs.name));
+    const sidecar = isSidecar(initSpecs.find((c) => c?.name === cs.name));
     if (sidecar) {
       sidecarRestarts += cs.restartCount ?? 0;
       if (lastTerm) {

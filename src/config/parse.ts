@@ -1,0 +1,316 @@
+// Reading the gateway's YAML configuration into a fully defaulted Config. Every problem in the file is collected
+// and reported at once, one line each: `config: <field path>: <value> is not <what is allowed>`.
+
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import {
+  bool,
+  child,
+  filePath,
+  int,
+  item,
+  mapping,
+  oneOf,
+  opt,
+  problem,
+  req,
+  show,
+  stringList,
+  stringMap,
+  text,
+  type Reader,
+  type Walk,
+} from './fields.js';
+import { checkCertificates, checkJWKS, checkKubeconfig, checkServingKeyPair, readText } from './files.js';
+import {
+  ALWAYS_EXPOSED,
+  DEFAULTS,
+  LOG_LEVELS,
+  TLS_VERSIONS,
+  type AuthenticationConfig,
+  type Config,
+  type ControlPlaneConfig,
+  type ExposedResources,
+  type OIDCIssuerConfig,
+  type ServerConfig,
+} from './types.js';
+
+export class ConfigError extends Error {
+  constructor(
+    /** The file (or name) the configuration came from. */
+    readonly source: string,
+    /** One line per problem, in file order. */
+    readonly errors: string[],
+  ) {
+    super(errors.join('\n'));
+    this.name = 'ConfigError';
+  }
+}
+
+export interface ParseOptions {
+  /**
+   * Read the files the configuration names (certificates, keys, kubeconfig, JWKS, token file) and report those
+   * that are missing, unreadable or do not fit together. Default true; false checks the YAML alone.
+   */
+  checkFiles?: boolean;
+}
+
+const TOP = ['server', 'controlPlane', 'authentication', 'resources', 'cache', 'logging', 'metrics'] as const;
+const SECONDS = (min: number) => int(min, 86_400, `a whole number of seconds (${min}-86400)`);
+
+export function loadConfig(path: string, opts: ParseOptions = {}): Config {
+  const abs = resolve(path);
+  let source: string;
+  try {
+    source = readFileSync(abs, 'utf8');
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    const why = code === 'ENOENT' ? 'no such file' : code === 'EISDIR' ? 'it is a directory' : (err as Error).message;
+    throw new ConfigError(abs, [`config: ${abs}: cannot be read: ${why}`]);
+  }
+  return parseConfig(source, abs, opts);
+}
+
+/** source is the path the text came from: relative paths inside resolve against its directory. */
+export function parseConfig(yamlText: string, source: string, opts: ParseOptions = {}): Config {
+  const doc = parseDocument(yamlText, { prettyErrors: true, uniqueKeys: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(source, doc.errors.map((e) => `config: ${source}: ${e.message.split('\n')[0]!.replace(/:$/, '')}`));
+  }
+  let root: unknown;
+  try {
+    root = doc.toJS({ maxAliasCount: 100 });
+  } catch (err) {
+    throw new ConfigError(source, [`config: ${source}: ${(err as Error).message}`]);
+  }
+  const w: Walk = { errors: [], baseDir: dirname(resolve(source)) };
+  const files = opts.checkFiles !== false;
+  if (root !== null && root !== undefined && (typeof root !== 'object' || Array.isArray(root))) {
+    throw new ConfigError(source, [`config: ${source}: ${show(root)} is not a mapping; the file must be a YAML mapping with the sections ${TOP.join(', ')}`]);
+  }
+  const top = mapping(w, '', root, TOP)!;
+
+  const server = readServer(w, top['server'], files);
+  const controlPlane = readControlPlane(w, top['controlPlane'], files);
+  const authentication = readAuthentication(w, top['authentication'], server.tls.clientCAFile, files);
+  const resources = { exposed: readExposed(w, top['resources']) };
+  mapping(w, 'cache', top['cache'], []);
+  mapping(w, 'metrics', top['metrics'], []);
+  const logging = mapping(w, 'logging', top['logging'], ['level']) ?? {};
+  const level = opt(w, logging, 'logging', 'level', oneOf(LOG_LEVELS), DEFAULTS.logLevel);
+
+  if (w.errors.length > 0) throw new ConfigError(source, w.errors);
+  return { server, controlPlane, authentication, resources, cache: {}, logging: { level }, metrics: {} };
+}
+
+function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
+  const path = 'server';
+  const s = mapping(w, path, v, ['address', 'port', 'tls', 'maxRequestBodyBytes', 'requestTimeoutSeconds', 'shutdownGracePeriodSeconds']) ?? {};
+  const tlsPath = child(path, 'tls');
+  let t: Record<string, unknown> = {};
+  let tlsGiven = false;
+  if (s['tls'] === undefined || s['tls'] === null) {
+    problem(w, tlsPath, 'missing; a mapping with certFile and keyFile (the serving certificate and key, PEM) is required');
+  } else {
+    const m = mapping(w, tlsPath, s['tls'], ['certFile', 'keyFile', 'clientCAFile', 'minVersion']);
+    if (m) [t, tlsGiven] = [m, true];
+  }
+  const certFile = tlsGiven ? req(w, t, tlsPath, 'certFile', filePath, 'a path to the serving certificate (PEM)') : undefined;
+  const keyFile = tlsGiven ? req(w, t, tlsPath, 'keyFile', filePath, 'a path to the serving private key (PEM)') : undefined;
+  const clientCAFile = opt<string | undefined>(w, t, tlsPath, 'clientCAFile', filePath, undefined);
+  if (files && certFile && keyFile) checkServingKeyPair(w, child(tlsPath, 'certFile'), certFile, child(tlsPath, 'keyFile'), keyFile);
+  if (files && clientCAFile) checkCertificates(w, child(tlsPath, 'clientCAFile'), clientCAFile);
+  return {
+    address: opt(w, s, path, 'address', bindAddress, DEFAULTS.address),
+    port: opt(w, s, path, 'port', int(0, 65535, 'a port number (1-65535, or 0 for any free port)'), DEFAULTS.port),
+    tls: {
+      certFile: certFile ?? '',
+      keyFile: keyFile ?? '',
+      ...(clientCAFile !== undefined ? { clientCAFile } : {}),
+      minVersion: opt(w, t, tlsPath, 'minVersion', oneOf(TLS_VERSIONS), DEFAULTS.tlsMinVersion),
+    },
+    maxRequestBodyBytes: opt(w, s, path, 'maxRequestBodyBytes', int(1, Number.MAX_SAFE_INTEGER, 'a positive whole number of bytes'), DEFAULTS.maxRequestBodyBytes),
+    requestTimeoutSeconds: opt(w, s, path, 'requestTimeoutSeconds', SECONDS(1), DEFAULTS.requestTimeoutSeconds),
+    shutdownGracePeriodSeconds: opt(w, s, path, 'shutdownGracePeriodSeconds', SECONDS(0), DEFAULTS.shutdownGracePeriodSeconds),
+  };
+}
+
+const bindAddress: Reader<string> = (w, path, v) => {
+  if (typeof v === 'string' && (isIP(v) !== 0 || isHostName(v))) return v;
+  problem(w, path, `${show(v)} is not an IP address or host name to listen on`);
+  return undefined;
+};
+
+function readControlPlane(w: Walk, v: unknown, files: boolean): ControlPlaneConfig {
+  const path = 'controlPlane';
+  const c = mapping(w, path, v, ['kubeconfig', 'context', 'timeoutSeconds']) ?? {};
+  const kubeconfig = req(w, c, path, 'kubeconfig', filePath, 'a path to the kubeconfig of the federation control plane');
+  const context = opt(w, c, path, 'context', text({ empty: true }), '');
+  if (files && kubeconfig) checkKubeconfig(w, child(path, 'kubeconfig'), kubeconfig, child(path, 'context'), context);
+  return { kubeconfig: kubeconfig ?? '', context, timeoutSeconds: opt(w, c, path, 'timeoutSeconds', SECONDS(1), DEFAULTS.controlPlaneTimeoutSeconds) };
+}
+
+function readAuthentication(w: Walk, v: unknown, clientCAFile: string | undefined, files: boolean): AuthenticationConfig {
+  const path = 'authentication';
+  const a = mapping(w, path, v, ['anonymous', 'x509', 'oidc', 'tokenFile']) ?? {};
+  const anonymous = mapping(w, child(path, 'anonymous'), a['anonymous'], ['enabled']) ?? {};
+  const x509 = mapping(w, child(path, 'x509'), a['x509'], ['enabled']) ?? {};
+  const anonymousEnabled = opt(w, anonymous, child(path, 'anonymous'), 'enabled', bool, false);
+  const x509Wanted = opt<boolean | undefined>(w, x509, child(path, 'x509'), 'enabled', bool, undefined);
+  // On unless turned off, but only where there is a CA to verify against: an explicit true without one is a mistake.
+  if (x509Wanted === true && clientCAFile === undefined) {
+    problem(w, child(child(path, 'x509'), 'enabled'), 'true needs server.tls.clientCAFile (the CA that signs client certificates)');
+  }
+  const x509Enabled = x509Wanted !== false && clientCAFile !== undefined;
+  const oidc = readOIDC(w, child(path, 'oidc'), a['oidc'], files);
+  const tokenFile = opt<string | undefined>(w, a, path, 'tokenFile', filePath, undefined);
+  if (files && tokenFile) readText(w, child(path, 'tokenFile'), tokenFile);
+  const configured = anonymousEnabled || x509Wanted === true || x509Enabled || (a['oidc'] ?? null) !== null || a['tokenFile'] !== undefined;
+  if (!configured) {
+    problem(w, path, 'no way to authenticate is configured; set server.tls.clientCAFile (x509), oidc, tokenFile or anonymous.enabled');
+  }
+  return { anonymous: { enabled: anonymousEnabled }, x509: { enabled: x509Enabled }, oidc, ...(tokenFile !== undefined ? { tokenFile } : {}) };
+}
+
+const OIDC_FIELDS = ['issuer', 'audiences', 'jwksFile', 'caFile', 'usernameClaim', 'usernamePrefix', 'groupsClaim', 'groupsPrefix', 'requiredClaims'];
+
+function readOIDC(w: Walk, path: string, v: unknown, files: boolean): OIDCIssuerConfig[] {
+  if (v === undefined || v === null) return [];
+  if (!Array.isArray(v)) {
+    problem(w, path, `${show(v)} is not a list of issuers (each a mapping with issuer and audiences)`);
+    return [];
+  }
+  const out: OIDCIssuerConfig[] = [];
+  const seen = new Map<string, string>();
+  v.forEach((entry, i) => {
+    const p = item(path, i);
+    const o = mapping(w, p, entry, OIDC_FIELDS);
+    if (!o) return;
+    const issuer = req(w, o, p, 'issuer', issuerURL, 'the issuer URL (https, as in the tokens\' iss claim)');
+    if (issuer !== undefined) {
+      const first = seen.get(issuer);
+      if (first) problem(w, child(p, 'issuer'), `${show(issuer)} is already the issuer of ${first}; each issuer may appear once`);
+      else seen.set(issuer, p);
+    }
+    const audiences = req(w, o, p, 'audiences', stringList(), 'a list of at least one audience (the tokens\' aud)');
+    const jwksFile = opt<string | undefined>(w, o, p, 'jwksFile', filePath, undefined);
+    const caFile = opt<string | undefined>(w, o, p, 'caFile', filePath, undefined);
+    if (files && jwksFile) checkJWKS(w, child(p, 'jwksFile'), jwksFile);
+    if (files && caFile) checkCertificates(w, child(p, 'caFile'), caFile);
+    const usernameClaim = opt(w, o, p, 'usernameClaim', text(), DEFAULTS.usernameClaim);
+    const prefix = opt(w, o, p, 'usernamePrefix', text({ empty: true }), '');
+    const groupsClaim = opt(w, o, p, 'groupsClaim', text({ empty: true }), DEFAULTS.groupsClaim);
+    const groupsPrefix = opt(w, o, p, 'groupsPrefix', text({ empty: true }), '');
+    const requiredClaims = opt(w, o, p, 'requiredClaims', stringMap, {});
+    if (issuer === undefined || audiences === undefined) return;
+    out.push({
+      issuer,
+      audiences,
+      ...(jwksFile !== undefined ? { jwksFile } : {}),
+      ...(caFile !== undefined ? { caFile } : {}),
+      usernameClaim,
+      usernamePrefix: effectiveUsernamePrefix(prefix, usernameClaim, issuer),
+      groupsClaim,
+      groupsPrefix,
+      requiredClaims,
+    });
+  });
+  return out;
+}
+
+/**
+ * kube-apiserver's --oidc-username-prefix rules: unset (or "") means "<issuer>#" so that names from different
+ * issuers cannot collide, except for the email claim, which is globally unique; "-" means no prefix.
+ */
+export function effectiveUsernamePrefix(prefix: string, usernameClaim: string, issuer: string): string {
+  if (prefix === '-') return '';
+  if (prefix !== '') return prefix;
+  return usernameClaim === 'email' ? '' : `${issuer}#`;
+}
+
+const issuerURL: Reader<string> = (w, path, v) => {
+  if (typeof v !== 'string' || v === '') {
+    problem(w, path, `${show(v)} is not an issuer URL (https://...)`);
+    return undefined;
+  }
+  let u: URL;
+  try {
+    u = new URL(v);
+  } catch {
+    problem(w, path, `${show(v)} is not an issuer URL (https://...)`);
+    return undefined;
+  }
+  // The same rules kube-apiserver applies to jwt[].issuer.url.
+  const wrong =
+    u.protocol !== 'https:' ? 'the URL scheme must be https'
+    : u.search !== '' || v.includes('?') ? 'it must not contain a query'
+    : u.hash !== '' || v.includes('#') ? 'it must not contain a fragment'
+    : u.username !== '' || u.password !== '' ? 'it must not contain a username or password'
+    : undefined;
+  if (wrong) {
+    problem(w, path, `${show(v)} is not a valid issuer URL: ${wrong}`);
+    return undefined;
+  }
+  // Kept as written: it is compared byte for byte with the tokens' iss claim.
+  return v;
+};
+
+function readExposed(w: Walk, v: unknown): ExposedResources[] {
+  const r = mapping(w, 'resources', v, ['exposed']) ?? {};
+  const path = 'resources.exposed';
+  const list = r['exposed'];
+  const out: ExposedResources[] = [];
+  if (list !== undefined && list !== null && !Array.isArray(list)) {
+    problem(w, path, `${show(list)} is not a list of {group, resources} entries`);
+  } else if (Array.isArray(list)) {
+    const seen = new Map<string, string>();
+    list.forEach((entry, i) => {
+      const p = item(path, i);
+      const e = mapping(w, p, entry, ['group', 'resources']);
+      if (!e) return;
+      const group = req(w, e, p, 'group', apiGroup, 'the API group ("" for the core group, "*" for every group)');
+      const resources = req(w, e, p, 'resources', stringList({ each: resourceName }), 'a list of resource names (plural, lower case, or "*")');
+      if (group === undefined || resources === undefined) return;
+      const first = seen.get(group);
+      if (first !== undefined) {
+        problem(w, child(p, 'group'), `${show(group)} is already listed at ${first}; list each group once`);
+        return;
+      }
+      seen.set(group, p);
+      out.push({ group, resources });
+    });
+  }
+  for (const always of ALWAYS_EXPOSED) {
+    for (const res of always.resources) {
+      if (out.some((e) => (e.group === always.group || e.group === '*') && (e.resources.includes(res) || e.resources.includes('*')))) continue;
+      const same = out.find((e) => e.group === always.group);
+      if (same) same.resources = [...same.resources, res];
+      else out.push({ group: always.group, resources: [res] });
+    }
+  }
+  return out;
+}
+
+const apiGroup: Reader<string> = (w, path, v) => {
+  if (typeof v === 'string' && (v === '' || v === '*' || isDNSSubdomain(v))) return v;
+  const hint = v === null ? '; write "" for the core group' : '';
+  problem(w, path, `${show(v)} is not an API group (a DNS subdomain such as apps or batch, "" for the core group, "*" for every group)${hint}`);
+  return undefined;
+};
+
+const resourceName: Reader<string> = (w, path, v) => {
+  if (typeof v === 'string' && (v === '*' || /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v))) return v;
+  const sub = typeof v === 'string' && v.includes('/') ? '; subresources follow their resource' : '';
+  problem(w, path, `${show(v)} is not a resource name (plural and lower case, such as deployments, or "*")${sub}`);
+  return undefined;
+};
+
+function isDNSSubdomain(s: string): boolean {
+  return s.length <= 253 && s.split('.').every((l) => /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(l));
+}
+
+function isHostName(s: string): boolean {
+  return s.length <= 253 && s.split('.').every((l) => /^[A-Za-z0-9]([-A-Za-z0-9]{0,61}[A-Za-z0-9])?$/.test(l));
+}

@@ -1,0 +1,112 @@
+// The gateway's configuration as the rest of the code sees it: every option present, defaults filled in, every
+// path absolute. config/fleetgate.example.yaml documents each option; parse.ts is the only producer.
+
+export type TLSVersion = 'TLSv1.2' | 'TLSv1.3';
+export type LogLevel = 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+
+export interface Config {
+  server: ServerConfig;
+  controlPlane: ControlPlaneConfig;
+  authentication: AuthenticationConfig;
+  resources: ResourcesConfig;
+  cache: CacheConfig;
+  logging: LoggingConfig;
+  metrics: MetricsConfig;
+}
+
+export interface ServerConfig {
+  address: string;
+  /** 0 asks the OS for a free port (tests); the server logs the one it got. */
+  port: number;
+  tls: ServerTLSConfig;
+  maxRequestBodyBytes: number;
+  /** Deadline for requests that are not long-running (watch, logs, exec, attach, port-forward are). */
+  requestTimeoutSeconds: number;
+  shutdownGracePeriodSeconds: number;
+}
+
+export interface ServerTLSConfig {
+  certFile: string;
+  keyFile: string;
+  /** Without it the server asks for no client certificate and x509 authentication is off. */
+  clientCAFile?: string;
+  minVersion: TLSVersion;
+}
+
+export interface ControlPlaneConfig {
+  kubeconfig: string;
+  /** "" means the kubeconfig's current-context. */
+  context: string;
+  timeoutSeconds: number;
+}
+
+export interface AuthenticationConfig {
+  anonymous: { enabled: boolean };
+  /** enabled is the effective value: true only when server.tls.clientCAFile is set. */
+  x509: { enabled: boolean };
+  oidc: OIDCIssuerConfig[];
+  /** kube-apiserver --token-auth-file format: token,user,uid[,"group1,group2"]. */
+  tokenFile?: string;
+}
+
+export interface OIDCIssuerConfig {
+  /** https URL, exactly as it appears in the tokens' iss claim. */
+  issuer: string;
+  audiences: string[];
+  /** Keys to verify with; without it they come from the issuer's discovery document. */
+  jwksFile?: string;
+  /** CA bundle for talking to the issuer; the system roots without it. */
+  caFile?: string;
+  usernameClaim: string;
+  /** The effective prefix: kube-apiserver's defaulting is already applied ("<issuer>#" unless the claim is email; "-" became ""). */
+  usernamePrefix: string;
+  /** "" means no groups are read from the token. */
+  groupsClaim: string;
+  groupsPrefix: string;
+  /** Each claim must be present in the token with exactly this string value. */
+  requiredClaims: Record<string, string>;
+}
+
+export interface ResourcesConfig {
+  /** The allowlist, always including core pods and events and events.k8s.io events. "*" matches any group or resource. */
+  exposed: ExposedResources[];
+}
+
+export interface ExposedResources {
+  /** "" is the core group. */
+  group: string;
+  resources: string[];
+}
+
+/** Issue 4 adds the cache's options; until then the section must be empty. */
+export type CacheConfig = Record<string, never>;
+
+export interface LoggingConfig {
+  level: LogLevel;
+}
+
+/** Served at /metrics on the gateway's port, authorized like kube-apiserver's; no options yet. */
+export type MetricsConfig = Record<string, never>;
+
+export const TLS_VERSIONS: readonly TLSVersion[] = ['TLSv1.2', 'TLSv1.3'];
+export const LOG_LEVELS: readonly LogLevel[] = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'];
+
+/** Served from the member caches whatever the allowlist says, so always exposed. */
+export const ALWAYS_EXPOSED: readonly ExposedResources[] = [
+  { group: '', resources: ['pods', 'events'] },
+  { group: 'events.k8s.io', resources: ['events'] },
+];
+
+export const DEFAULTS = {
+  address: '0.0.0.0',
+  port: 6443,
+  tlsMinVersion: 'TLSv1.2' as TLSVersion,
+  // kube-apiserver's --max-request-body-bytes default (3 MiB), which is also what etcd accepts for one object.
+  maxRequestBodyBytes: 3 * 1024 * 1024,
+  requestTimeoutSeconds: 60,
+  shutdownGracePeriodSeconds: 30,
+  controlPlaneTimeoutSeconds: 30,
+  usernameClaim: 'sub',
+  groupsClaim: 'groups',
+  logLevel: 'info' as LogLevel,
+} as const;

@@ -611,7 +611,9 @@ function strategyOf(m: FieldMeta): string {
 // ---------------------------------------------------------------------------------------------------------------
 // Go's fmt %v, for the error texts strategicpatch builds with it
 
-function goFloatV(n: number): string {
+/** fmt's %v of a float64: shortest digits, exponent form below 1e-4 and from 1e21 on, two-digit exponents. */
+export function goFloat(n: number): string {
+  if (!Number.isFinite(n)) return n > 0 ? '+Inf' : n < 0 ? '-Inf' : 'NaN';
   const abs = Math.abs(n);
   if (abs !== 0 && (abs < 1e-4 || abs >= 1e21)) {
     const [mant, exp] = n.toExponential().split('e') as [string, string];
@@ -625,7 +627,7 @@ function goV(v: Json): string {
   if (v === null || v === undefined) return '<nil>';
   if (Array.isArray(v)) return `[${v.map(goV).join(' ')}]`;
   if (typeof v === 'object') return `map[${Object.keys(v).sort().map((k) => `${k}:${goV(v[k])}`).join(' ')}]`;
-  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : goFloatV(v);
+  if (typeof v === 'number') return Number.isInteger(v) ? String(v) : goFloat(v);
   return String(v);
 }
 

@@ -17,6 +17,9 @@ export const NAME_DESC =
 export const CREATION_DESC =
   'CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata';
 
+/** Go's zero time.Time (0001-01-01T00:00:00Z) in epoch milliseconds. */
+export const ZERO_TIME = -62135596800000;
+
 export const NAME_COL = col('Name', 'string', NAME_DESC, 0, 'name');
 export const AGE_COL = col('Age', 'string', CREATION_DESC);
 const CONTAINERS_COL = col('Containers', 'string', 'Names of each container in the template.', 1);
@@ -448,9 +451,6 @@ export const DEFAULT_PRINTER: Printer = {
     return [nameOf(o), toRfc3339(new Date(Number.isNaN(t) ? ZERO_TIME : t))];
   },
 };
-
-/** Go's zero time.Time (0001-01-01T00:00:00Z) in epoch milliseconds. */
-const ZERO_TIME = -62135596800000;
 
 export const BUILTIN_PRINTERS: Record<string, Printer> = {
   '/namespaces': NAMESPACE,

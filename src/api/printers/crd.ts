@@ -4,8 +4,9 @@
 
 import { JSONPath } from 'jsonpath-plus';
 import { humanDuration } from '../duration.js';
+import { goFloat } from '../patch.js';
 import { goJson } from '../status.js';
-import { CREATION_DESC, NAME_COL, col, nameOf } from './builtins.js';
+import { CREATION_DESC, NAME_COL, ZERO_TIME, col, nameOf } from './builtins.js';
 import type { Printer, TableColumnDefinition } from './index.js';
 
 type Getter = (obj: any) => unknown[];
@@ -35,18 +36,6 @@ function getterFor(jsonPath: string): Getter {
   };
 }
 
-/** fmt's %v for a float64: shortest digits, exponent form below 1e-4 and from 1e21 on, two-digit exponents. */
-function goFloat(n: number): string {
-  if (!Number.isFinite(n)) return n > 0 ? '+Inf' : n < 0 ? '-Inf' : 'NaN';
-  const abs = Math.abs(n);
-  if (abs !== 0 && (abs < 1e-4 || abs >= 1e21)) {
-    const [mant, exp] = n.toExponential().split('e');
-    const e = Number(exp);
-    return `${mant}e${e < 0 ? '-' : '+'}${String(Math.abs(e)).padStart(2, '0')}`;
-  }
-  return String(n);
-}
-
 /** Go's json.Marshal of a decoded JSON value: map keys sorted, HTML characters escaped. */
 function goMarshal(v: unknown): string {
   return goJson(sortKeys(v));
@@ -71,7 +60,6 @@ function printValue(v: unknown): string {
 }
 
 const RFC3339 = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$/;
-const ZERO_TIME = -62135596800000;
 
 /** cellForJSONValue for the non-string column types. */
 function typedCell(type: string, v: unknown, nowMs: number): unknown {

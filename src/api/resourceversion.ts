@@ -72,16 +72,40 @@ function invalidToken(detail: string): StatusError {
 }
 
 /** What encoding/json says about text that is not a JSON object, as closely as we can cheaply tell. */
-function jsonErrorText(text: string, e: unknown): string {
+function jsonErrorText(text: string, e: unknown, raw?: Buffer): string {
   const t = text.trimStart();
   if (t === '') return 'unexpected end of JSON input';
   const c = t[0]!;
-  if (!'{["-0123456789tfn'.includes(c)) return `invalid character ${goCharQuote(c)} looking for beginning of value`;
+  if (!'{["-0123456789tfn'.includes(c)) {
+    // Go's scanner reports the offending byte, not a decoded character.
+    const b = raw ? raw[firstNonSpace(raw)] : undefined;
+    return `invalid character ${b !== undefined ? goQuoteByte(b) : goCharQuote(c)} looking for beginning of value`;
+  }
   if (c !== '{') {
     const kind = c === '[' ? 'array' : c === '"' ? 'string' : c === 't' || c === 'f' ? 'bool' : c === 'n' ? '' : 'number';
     if (kind !== '') return `json: cannot unmarshal ${kind} into Go value of type storage.continueToken`;
   }
   return (e as Error)?.message ?? 'invalid JSON';
+}
+
+function firstNonSpace(raw: Buffer): number {
+  let i = 0;
+  while (i < raw.length && (raw[i] === 0x20 || raw[i] === 0x09 || raw[i] === 0x0a || raw[i] === 0x0d)) i++;
+  return i;
+}
+
+/** encoding/json's quoteChar: the byte as a rune (U+0000-U+00FF) through strconv.Quote's escaping. */
+function goQuoteByte(b: number): string {
+  if (b === 0x27) return "'\\''";
+  if (b === 0x22) return `'"'`;
+  if (b === 0x5c) return "'\\\\'";
+  const named: Record<number, string> = { 7: 'a', 8: 'b', 12: 'f', 10: 'n', 13: 'r', 9: 't', 11: 'v' };
+  if (named[b]) return `'\\${named[b]}'`;
+  const hex = (n: number, w: number) => n.toString(16).padStart(w, '0');
+  if (b < 0x20 || b === 0x7f) return `'\\x${hex(b, 2)}'`;
+  // unicode.IsPrint: the C1 controls, no-break space and soft hyphen are not printable.
+  if ((b >= 0x80 && b <= 0xa0) || b === 0xad) return `'\\u${hex(b, 4)}'`;
+  return `'${String.fromCharCode(b)}'`;
 }
 
 function goCharQuote(c: string): string {
@@ -97,12 +121,13 @@ function goCharQuote(c: string): string {
 export function decodeContinue(token: string): ContinueToken & Record<string, unknown> {
   const at = base64CorruptAt(token);
   if (at >= 0) throw invalidToken(`${GENERIC_INVALID}: illegal base64 data at input byte ${at}`);
-  const text = Buffer.from(token, 'base64url').toString('utf8');
+  const raw = Buffer.from(token, 'base64url');
+  const text = raw.toString('utf8');
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (e) {
-    throw invalidToken(`${GENERIC_INVALID}: ${jsonErrorText(text, e)}`);
+    throw invalidToken(`${GENERIC_INVALID}: ${jsonErrorText(text, e, raw)}`);
   }
   if (parsed === null) parsed = {};
   if (typeof parsed !== 'object' || Array.isArray(parsed)) {

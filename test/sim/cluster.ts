@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { eventFields } from '../../src/api/fields.js';
 import { eventsV1ToCore } from '../../src/api/eventconv.js';
-import { nameValidatorFor, nowRfc3339, validateObjectMeta, type KubeObject } from '../../src/api/meta.js';
+import { nameValidatorFor, nowRfc3339, toRfc3339, validateObjectMeta, type KubeObject } from '../../src/api/meta.js';
 import { applyPatch, type PatchType } from '../../src/api/patch.js';
 import {
   fieldInvalid,
@@ -89,6 +89,11 @@ export class SimCluster implements SimResourceAccess {
 
   resource(group: string, version: string, resource: string): SimResource | undefined {
     return this.resources.get(`${group}/${version}/${resource}`);
+  }
+
+  servesGroupVersion(group: string, version: string): boolean {
+    for (const r of this.resources.values()) if (r.group === group && r.version === version) return true;
+    return false;
   }
 
   allResources(): SimResource[] {
@@ -230,45 +235,81 @@ export class SimCluster implements SimResourceAccess {
     return stored;
   }
 
+  /**
+   * DELETE as the generic registry does it (k8s.io/apiserver rest.BeforeDelete and Store.Delete): pods always take
+   * the graceful path (an update that sets deletionTimestamp, then, with a zero grace period, the removal), other
+   * objects go at once unless finalizers hold them, and namespaces terminate their contents first.
+   */
   delete(r: SimResource, namespace: string, name: string, opts: DeleteOptions = {}): StoredObject {
     const store = this.writeStore(r);
     const current = store.get(keyOf(r, namespace, name));
     if (!current) throw newNotFound(r, name);
     const pre = opts.preconditions;
+    // BeforeDelete names the kind where a resource belongs; kept as the apiserver writes it.
+    const byKind = { group: r.group, resource: r.kind };
     if (pre?.uid && pre.uid !== current.obj.metadata.uid) {
-      throw newConflict(r, name, `Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.obj.metadata.uid}`);
+      throw newConflict(byKind, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${current.obj.metadata.uid}). The object might have been deleted and then recreated`);
     }
     if (pre?.resourceVersion && pre.resourceVersion !== String(current.rv)) {
-      throw newConflict(r, name, `Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.rv}`);
+      throw newConflict(byKind, name, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${current.rv}). The object might have been modified`);
     }
     const obj = structuredClone(current.obj) as any;
     const meta = obj.metadata;
-    const grace = this.gracePeriod(r, obj, opts.gracePeriodSeconds);
     const finalizers = meta.finalizers?.length > 0;
     const isNamespace = r.group === '' && r.resource === 'namespaces';
-    if (!finalizers && grace === 0 && !isNamespace) {
-      if (opts.dryRun) return current;
-      return store.remove(current.key)!;
+    const isPod = r.group === '' && r.resource === 'pods';
+    const remove = () => (opts.dryRun ? current : store.remove(current.key)!);
+
+    if (isNamespace) {
+      if (meta.deletionTimestamp) return current;
+      meta.deletionTimestamp = nowRfc3339();
+      meta.deletionGracePeriodSeconds = 0;
+      obj.status = { ...obj.status, phase: 'Terminating' };
+      delete meta.resourceVersion;
+      if (opts.dryRun) return this.dryRunView(store, obj);
+      const stored = store.put(obj);
+      this.later(0, () => this.finishNamespace(name));
+      return stored;
     }
-    if (meta.deletionTimestamp && (grace > 0 || finalizers) && !isNamespace) {
-      // Already being deleted: a second delete only shortens the grace period, as the apiserver does.
-      if (grace === 0 && !finalizers) return opts.dryRun ? current : store.remove(current.key)!;
-      return current;
+
+    if (!isPod) {
+      if (!finalizers) return remove();
+      if (meta.deletionTimestamp) return current;
+      meta.deletionTimestamp = nowRfc3339();
+      meta.deletionGracePeriodSeconds = 0;
+      if (meta.generation > 0) meta.generation++;
+      delete meta.resourceVersion;
+      return opts.dryRun ? this.dryRunView(store, obj) : store.put(obj);
     }
-    meta.deletionTimestamp = new Date(Date.now() + grace * 1000).toISOString().replace(/\.\d+Z$/, 'Z');
+
+    // Pods: the graceful path.
+    let grace: number;
+    if (meta.deletionTimestamp) {
+      const existing = meta.deletionGracePeriodSeconds;
+      if (existing === undefined || existing === 0) return finalizers ? current : remove();
+      const requested = opts.gracePeriodSeconds;
+      if (requested === undefined || requested >= existing) return current;
+      grace = Math.max(0, requested);
+      const shortened = Date.parse(meta.deletionTimestamp) - existing * 1000 + grace * 1000;
+      meta.deletionTimestamp = toRfc3339(new Date(Math.max(shortened, Date.now())));
+    } else {
+      // Pods no node ever ran go at once, whatever the grace period asked for.
+      grace = !obj.spec?.nodeName ? 0 : Math.max(0, opts.gracePeriodSeconds ?? obj.spec?.terminationGracePeriodSeconds ?? 30);
+      meta.deletionTimestamp = toRfc3339(new Date(Date.now() + grace * 1000));
+      if (meta.generation > 0) meta.generation++;
+    }
     meta.deletionGracePeriodSeconds = grace;
-    if (isNamespace) obj.status = { ...obj.status, phase: 'Terminating' };
     delete meta.resourceVersion;
     if (opts.dryRun) return this.dryRunView(store, obj);
-    const stored = store.put(obj);
-    if (isNamespace) this.later(0, () => this.finishNamespace(name));
-    else if (grace > 0 && !finalizers && this.opts.kubeletDeleteAfterMs !== undefined) {
+    const marked = store.put(obj);
+    if (grace === 0 && !finalizers) return store.remove(current.key)!;
+    if (grace > 0 && !finalizers && this.opts.kubeletDeleteAfterMs !== undefined) {
       this.later(Math.min(grace * 1000, this.opts.kubeletDeleteAfterMs), () => {
         const still = store.get(current.key);
         if (still && still.obj.metadata.uid === meta.uid && !(still.obj.metadata.finalizers?.length)) store.remove(current.key);
       });
     }
-    return stored;
+    return marked;
   }
 
   /** Deletes what matches; returns what was deleted (or marked for deletion). */
@@ -317,14 +358,6 @@ export class SimCluster implements SimResourceAccess {
   private dryRunView(store: Store, obj: KubeObject): StoredObject {
     // Nothing is stored: the answer carries the current version, as a dry run does not advance it.
     return store.seal(obj, store.clock.current());
-  }
-
-  private gracePeriod(r: SimResource, obj: any, requested?: number): number {
-    if (!(r.group === '' && r.resource === 'pods')) return 0;
-    // Pods no node ever ran go at once, whatever the grace period.
-    if (!obj.spec?.nodeName) return 0;
-    if (requested !== undefined) return Math.max(0, requested);
-    return obj.spec?.terminationGracePeriodSeconds ?? 30;
   }
 
   private gracefulPending(r: SimResource, obj: any): boolean {

@@ -68,7 +68,6 @@ export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
       const cluster = new SimCluster(name, opts.cluster);
       bootstrap(cluster, name, opts.nodesPerCluster ?? 3);
       if (opts.podsPerCluster) seedPods(cluster, name, opts.podsPerCluster, opts.nodesPerCluster ?? 3);
-      cluster.compact();
       const server = await startSimServer({
         cluster,
         tls: { certPem: serving.certPem, keyPem: serving.keyPem, clientCaPem: clientCA.certPem },

@@ -171,7 +171,12 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
     if (out) return writeJson(res, out.code, JSON.stringify(out.body));
   }
   const r = ctx.cluster.resource(info.apiGroup, info.apiVersion, info.resource);
-  if (!r) throw notFoundResource();
+  if (!r) {
+    // An unknown group/version never reaches an API handler: the mux's plain-text 404.
+    const served = ctx.cluster.servesGroupVersion(info.apiGroup, info.apiVersion) || authApiResources().some((x) => x.group === info.apiGroup && x.version === info.apiVersion);
+    if (!served) return pageNotFound(res);
+    throw notFoundResource();
+  }
   // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable across namespaces only
   // for list, watch and deletecollection.
   if (!r.namespaced && info.namespace) throw notFoundResource();
@@ -406,6 +411,10 @@ function nonResource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, url: U
     if (doc) return writeJson(res, 200, doc);
   }
   // No OpenAPI: kubectl explain reports a clean 404 and apply falls back to its compiled-in schema.
+  pageNotFound(res);
+}
+
+function pageNotFound(res: ServerResponse): void {
   res.writeHead(404, { 'Content-Type': 'text/plain; charset=utf-8', 'X-Content-Type-Options': 'nosniff' });
   res.end('404 page not found\n');
 }

@@ -1,8 +1,7 @@
 // Runs real kubectl binaries (several versions are installed side by side) against a kubeconfig.
 
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -22,6 +21,7 @@ export interface KubectlResult {
 
 // A private cache dir per test process: kubectl's discovery cache must not leak between servers that reuse ports.
 const cacheDir = mkdtempSync(join(tmpdir(), 'fleetgate-kubectl-cache-'));
+process.once('exit', () => rmSync(cacheDir, { recursive: true, force: true }));
 
 export function kubectl(v: KubectlVersion, kubeconfig: string, args: string[], opts: { stdin?: string; timeoutMs?: number; env?: Record<string, string> } = {}): Promise<KubectlResult> {
   return new Promise((resolve) => {

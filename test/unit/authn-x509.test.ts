@@ -38,11 +38,11 @@ function handler(authn: Authenticator) {
 
 /** A client certificate with the UID subject attribute (1.3.6.1.4.1.57683.2), which src/pki does not make. */
 async function clientCertWithUid(ca: CertKeyPem, user: string, uids: string[]): Promise<CertKeyPem> {
-  const crypto = webcrypto as unknown as Crypto;
+  const crypto = webcrypto;
   const caCert = new x509.X509Certificate(ca.certPem);
   const der = createPrivateKey(ca.keyPem).export({ type: 'pkcs8', format: 'der' });
   const caKey = await crypto.subtle.importKey('pkcs8', der, { name: 'ECDSA', namedCurve: 'P-256' }, false, ['sign']);
-  const keys = (await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as CryptoKeyPair;
+  const keys = (await crypto.subtle.generateKey({ name: 'ECDSA', namedCurve: 'P-256' }, true, ['sign', 'verify'])) as webcrypto.CryptoKeyPair;
   const cert = await x509.X509CertificateGenerator.create(
     {
       serialNumber: '01a2b3',

@@ -225,7 +225,11 @@ function commandHelp(c: Command): string {
  */
 async function lazy<T>(cmd: string, file: string, exported: string): Promise<T> {
   const url = new URL(`./${file}`, import.meta.url);
-  if (!existsSync(fileURLToPath(url))) throw new CommandError(`${cmd}: not available in this build (${fileURLToPath(url)} is missing)`);
+  // Under vitest this module runs from src/, where the sibling is still .ts (vite maps the .js import to it).
+  const source = new URL(`./${file.replace(/\.js$/, '.ts')}`, import.meta.url);
+  if (!existsSync(fileURLToPath(url)) && !existsSync(fileURLToPath(source))) {
+    throw new CommandError(`${cmd}: not available in this build (${fileURLToPath(url)} is missing)`);
+  }
   const mod = (await import(url.href)) as Record<string, unknown>;
   if (typeof mod[exported] !== 'function') throw new CommandError(`${cmd}: ${fileURLToPath(url)} does not export ${exported}()`);
   return mod as T;

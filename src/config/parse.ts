@@ -41,7 +41,7 @@ export class ConfigError extends Error {
   constructor(
     /** The file (or name) the configuration came from. */
     readonly source: string,
-    /** One line per problem, in file order. */
+    /** One line per problem, section by section; a section's unknown fields come first. */
     readonly errors: string[],
   ) {
     super(errors.join('\n'));
@@ -295,8 +295,7 @@ function readExposed(w: Walk, v: unknown): ExposedResources[] {
 
 const apiGroup: Reader<string> = (w, path, v) => {
   if (typeof v === 'string' && (v === '' || v === '*' || isDNSSubdomain(v))) return v;
-  const hint = v === null ? '; write "" for the core group' : '';
-  problem(w, path, `${show(v)} is not an API group (a DNS subdomain such as apps or batch, "" for the core group, "*" for every group)${hint}`);
+  problem(w, path, `${show(v)} is not an API group (a DNS subdomain such as apps or batch, "" for the core group, "*" for every group)`);
   return undefined;
 };
 

@@ -200,7 +200,7 @@ function readOIDC(w: Walk, path: string, v: unknown, files: boolean): OIDCIssuer
     if (files && jwksFile) checkJWKS(w, child(p, 'jwksFile'), jwksFile);
     if (files && caFile) checkCertificates(w, child(p, 'caFile'), caFile);
     const usernameClaim = opt(w, o, p, 'usernameClaim', text(), DEFAULTS.usernameClaim);
-    const prefix = opt(w, o, p, 'usernamePrefix', text({ empty: true }), '');
+    const usernamePrefix = opt(w, o, p, 'usernamePrefix', text({ empty: true }), '');
     const groupsClaim = opt(w, o, p, 'groupsClaim', text({ empty: true }), DEFAULTS.groupsClaim);
     const groupsPrefix = opt(w, o, p, 'groupsPrefix', text({ empty: true }), '');
     const requiredClaims = opt(w, o, p, 'requiredClaims', stringMap, {});
@@ -211,23 +211,13 @@ function readOIDC(w: Walk, path: string, v: unknown, files: boolean): OIDCIssuer
       ...(jwksFile !== undefined ? { jwksFile } : {}),
       ...(caFile !== undefined ? { caFile } : {}),
       usernameClaim,
-      usernamePrefix: effectiveUsernamePrefix(prefix, usernameClaim, issuer),
+      usernamePrefix,
       groupsClaim,
       groupsPrefix,
       requiredClaims,
     });
   });
   return out;
-}
-
-/**
- * kube-apiserver's --oidc-username-prefix rules: unset (or "") means "<issuer>#" so that names from different
- * issuers cannot collide, except for the email claim, which is globally unique; "-" means no prefix.
- */
-export function effectiveUsernamePrefix(prefix: string, usernameClaim: string, issuer: string): string {
-  if (prefix === '-') return '';
-  if (prefix !== '') return prefix;
-  return usernameClaim === 'email' ? '' : `${issuer}#`;
 }
 
 const issuerURL: Reader<string> = (w, path, v) => {

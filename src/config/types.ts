@@ -58,7 +58,10 @@ export interface OIDCIssuerConfig {
   /** CA bundle for talking to the issuer; the system roots without it. */
   caFile?: string;
   usernameClaim: string;
-  /** The effective prefix: kube-apiserver's defaulting is already applied ("<issuer>#" unless the claim is email; "-" became ""). */
+  /**
+   * As written, default "": kube-apiserver's --oidc-username-prefix rules apply when tokens are mapped (src/authn
+   * effectiveUsernamePrefix): "" means "<issuer>#" unless usernameClaim is email, "-" means no prefix.
+   */
   usernamePrefix: string;
   /** "" means no groups are read from the token. */
   groupsClaim: string;

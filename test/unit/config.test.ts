@@ -184,7 +184,7 @@ describe('config authentication', () => {
     ]);
   });
 
-  it('fills OIDC defaults with kube-apiserver username prefix rules', () => {
+  it('fills OIDC defaults and keeps the username prefix as written', () => {
     const c = parse(`${MINIMAL}
 authentication:
   oidc:
@@ -194,7 +194,7 @@ authentication:
     - { issuer: "https://d.example", audiences: [x], usernameClaim: email, usernamePrefix: "d:" }
 `);
     expect(c.authentication.oidc).toEqual([
-      { issuer: 'https://a.example', audiences: ['fleetgate'], usernameClaim: 'sub', usernamePrefix: 'https://a.example#', groupsClaim: 'groups', groupsPrefix: '', requiredClaims: {} },
+      { issuer: 'https://a.example', audiences: ['fleetgate'], usernameClaim: 'sub', usernamePrefix: '', groupsClaim: 'groups', groupsPrefix: '', requiredClaims: {} },
       {
         issuer: 'https://b.example/realms/x',
         audiences: ['fleetgate', 'kubectl'],
@@ -206,7 +206,7 @@ authentication:
         groupsPrefix: '',
         requiredClaims: {},
       },
-      { issuer: 'https://c.example', audiences: ['x'], usernameClaim: 'sub', usernamePrefix: '', groupsClaim: '', groupsPrefix: 'oidc:', requiredClaims: { hd: 'example.com' } },
+      { issuer: 'https://c.example', audiences: ['x'], usernameClaim: 'sub', usernamePrefix: '-', groupsClaim: '', groupsPrefix: 'oidc:', requiredClaims: { hd: 'example.com' } },
       { issuer: 'https://d.example', audiences: ['x'], usernameClaim: 'email', usernamePrefix: 'd:', groupsClaim: 'groups', groupsPrefix: '', requiredClaims: {} },
     ]);
   });

@@ -3,6 +3,7 @@
 
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import type { UserInfo } from '../api/user.js';
 import type { RequestInfo } from '../request/requestinfo.js';
@@ -24,5 +25,11 @@ export interface RequestContext {
   impersonator?: UserInfo;
   /** For /clusters/<name>/... requests: the member cluster. */
   cluster?: string;
+  /** When a request that is not long-running must be answered by (epoch ms); unset for long-running ones. */
+  deadline?: number;
+  /** The request body, once a step has read it (src/request/body.ts). */
+  body?: Buffer;
+  /** Set for HTTP/1.1 upgrade requests (exec, attach, port-forward): res is unused, routing tunnels the socket. */
+  upgrade?: { socket: Duplex; head: Buffer };
   log: Logger;
 }

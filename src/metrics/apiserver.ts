@@ -1,0 +1,99 @@
+// The request metrics a kube-apiserver exports, with its names, labels and buckets, so dashboards and alerts
+// written for kube-apiserver work on fleetgate unchanged (k8s.io/apiserver pkg/endpoints/metrics).
+
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { RequestInfo } from '../request/requestinfo.js';
+
+const COMPONENT = 'apiserver';
+const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+const REQUEST_LABELS = ['verb', 'dry_run', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
+
+export interface ApiserverMetrics {
+  registry: Registry;
+  requestTotal: Counter<(typeof REQUEST_LABELS)[number] | 'code'>;
+  requestDuration: Histogram<(typeof REQUEST_LABELS)[number]>;
+  inflight: Gauge<'request_kind'>;
+  longRunning: Gauge<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
+}
+
+export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics {
+  collectDefaultMetrics({ register: registry });
+  return {
+    registry,
+    requestTotal: new Counter({
+      name: 'apiserver_request_total',
+      help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.',
+      labelNames: [...REQUEST_LABELS, 'code'],
+      registers: [registry],
+    }),
+    requestDuration: new Histogram({
+      name: 'apiserver_request_duration_seconds',
+      help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
+      labelNames: [...REQUEST_LABELS],
+      buckets: DURATION_BUCKETS,
+      registers: [registry],
+    }),
+    inflight: new Gauge({
+      name: 'apiserver_current_inflight_requests',
+      help: 'Maximal number of currently used inflight request limit of this apiserver per request kind in last second.',
+      labelNames: ['request_kind'],
+      registers: [registry],
+    }),
+    longRunning: new Gauge({
+      name: 'apiserver_longrunning_requests',
+      help: 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.',
+      labelNames: ['verb', 'group', 'version', 'resource', 'subresource', 'scope', 'component'],
+      registers: [registry],
+    }),
+  };
+}
+
+/** The verb label: kube's "reported verb" (LIST, WATCH, APPLY, CONNECT ... or the HTTP method). */
+export function reportedVerb(info: RequestInfo, method: string, contentType: string | undefined): string {
+  if (!info.isResourceRequest) return method.toUpperCase();
+  switch (info.verb) {
+    case 'list':
+      return 'LIST';
+    case 'watch':
+      return 'WATCH';
+    case 'get':
+      return ['log', 'exec', 'attach', 'portforward', 'proxy'].includes(info.subresource) ? 'CONNECT' : 'GET';
+    case 'create':
+      return ['exec', 'attach', 'portforward', 'proxy'].includes(info.subresource) ? 'CONNECT' : 'POST';
+    case 'update':
+      return 'PUT';
+    case 'patch':
+      return contentType?.startsWith('application/apply-patch') ? 'APPLY' : 'PATCH';
+    case 'delete':
+      return 'DELETE';
+    case 'deletecollection':
+      return 'DELETECOLLECTION';
+    default:
+      return method.toUpperCase();
+  }
+}
+
+/** The scope label: resource (named), namespace, cluster, or empty for non-resource requests. */
+export function scopeOf(info: RequestInfo): string {
+  if (!info.isResourceRequest) return '';
+  if (info.name) return 'resource';
+  if (info.namespace) return 'namespace';
+  return 'cluster';
+}
+
+export function requestLabels(info: RequestInfo, verb: string, dryRun: boolean) {
+  return {
+    verb,
+    dry_run: dryRun ? 'All' : '',
+    group: info.apiGroup,
+    version: info.apiVersion,
+    resource: info.resource,
+    subresource: info.subresource,
+    scope: scopeOf(info),
+    component: COMPONENT,
+  };
+}
+
+export function isMutating(method: string): boolean {
+  return !(method === 'GET' || method === 'HEAD' || method === 'OPTIONS');
+}

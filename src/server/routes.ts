@@ -1,0 +1,82 @@
+// The chain's last step: who answers. Health, metrics and SelfSubjectReview are answered here; discovery is the
+// control plane's, filtered to the exposed resources; every other request is forwarded to the control plane as
+// the caller. Pods and Events move to the member cache in issue 4.
+
+import type { IncomingMessage } from 'node:http';
+import { newBadRequest, newForbiddenAttributes, newNotFound } from '../api/status.js';
+import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
+import { checkBodySyntax, readBody } from '../request/body.js';
+import { targetPath } from '../request/filter.js';
+import { forwardDiscovery, isDiscoveryPath, newResourceNotFound } from '../upstream/discovery.js';
+import { forward } from '../upstream/forward.js';
+import { forwardUpgrade } from '../upstream/upgrade.js';
+import type { Step } from './chain.js';
+import type { RequestContext } from './context.js';
+import type { Gateway } from './gateway.js';
+import { isHealthPath, serveHealth } from './health.js';
+import { writeJSON } from './respond.js';
+
+const SSR_VERSIONS = new Set(['v1', 'v1beta1', 'v1alpha1']);
+
+export function routingStep(g: Gateway): Step {
+  return async (ctx) => {
+    const info = ctx.info;
+    const path = ctx.url.pathname;
+    if (ctx.cluster) {
+      // Member clusters arrive with the cache (issue 4); until then no member is known.
+      throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster);
+    }
+    if (ctx.upgrade && !info.isResourceRequest) throw newBadRequest('upgrades are only served for resource subresources (exec, attach, portforward)');
+    if (!info.isResourceRequest) {
+      if (isHealthPath(path)) return serveHealth(ctx, g.health);
+      if (path === '/metrics') return serveMetrics(g, ctx);
+      if (isDiscoveryPath(path)) {
+        await forwardDiscovery(g.controlPlane, ctx.req, ctx.res, ctx.auditID, g.exposed, { impersonate: ctx.user, timeoutMs: remaining(ctx) });
+        return;
+      }
+      await forward(g.controlPlane, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path: targetPath(ctx) });
+      return;
+    }
+    if (info.apiGroup === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews' && info.verb === 'create' && SSR_VERSIONS.has(info.apiVersion)) {
+      // The gateway knows the caller; the control plane would only see the impersonated identity.
+      return writeJSON(ctx.res, 201, JSON.stringify(selfSubjectReviewResponse(ctx.user!, `authentication.k8s.io/${info.apiVersion}` as any)));
+    }
+    if (!g.exposed.isExposed(info.apiGroup, info.resource)) throw newResourceNotFound();
+    if (ctx.upgrade) {
+      forwardUpgrade(g.controlPlane, ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID, ctx.user!);
+      return;
+    }
+    let body: Buffer | undefined;
+    if (ctx.req.method === 'POST' || ctx.req.method === 'PUT' || ctx.req.method === 'PATCH') {
+      body = await readBody(ctx, g.config.server.maxRequestBodyBytes);
+      checkBodySyntax(ctx.req.headers['content-type'], body);
+    }
+    await forward(g.controlPlane, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path: targetPath(ctx), body });
+  };
+}
+
+/** Milliseconds left before the request's deadline; undefined for long-running requests. */
+function remaining(ctx: RequestContext): number | undefined {
+  return ctx.deadline === undefined ? undefined : Math.max(1, ctx.deadline - Date.now());
+}
+
+/** /metrics, readable by users the control plane's RBAC lets get the path, as kube-apiserver does. */
+async function serveMetrics(g: Gateway, ctx: RequestContext): Promise<void> {
+  const attrs = {
+    user: ctx.user!,
+    verb: 'get',
+    isResourceRequest: false,
+    path: '/metrics',
+    namespace: '',
+    apiGroup: '',
+    apiVersion: '',
+    resource: '',
+    subresource: '',
+    name: '',
+  };
+  const d = await g.sar(attrs);
+  if (!d.allowed) throw newForbiddenAttributes(attrs, d.reason);
+  const text = await g.metrics.registry.metrics();
+  ctx.res.writeHead(200, { 'Content-Type': g.metrics.registry.contentType });
+  ctx.res.end(text);
+}

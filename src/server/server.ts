@@ -1,0 +1,185 @@
+// The HTTPS listener: TLS 1.2+ with HTTP/2 and HTTP/1.1 (ALPN; upgrades need 1.1), client certificates asked for
+// but judged by the authentication step (so a bad one is a 401 Status, not a handshake failure), every request
+// handed to the chain, upgrades (exec, attach, port-forward) through the same chain, and a graceful shutdown that
+// stops accepting, lets in-flight requests finish and ends watches cleanly.
+
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import type { IncomingMessage } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+import fastify from 'fastify';
+import type { Logger } from 'pino';
+import { newBadRequest, toStatus, type Status } from '../api/status.js';
+import type { Config } from '../config/index.js';
+import { isMutating, reportedVerb, requestLabels } from '../metrics/apiserver.js';
+import { writeStatus as writeUpgradeStatus } from '../upstream/upgrade.js';
+import { buildChain } from './chain.js';
+import type { Request, RequestContext, Response } from './context.js';
+import { newGateway, type Gateway } from './gateway.js';
+import { writeStatus } from './respond.js';
+
+export interface RunningGateway {
+  gateway: Gateway;
+  url: string;
+  port: number;
+  /** Graceful: stop accepting, end watches, wait up to the grace period for the rest, then close. */
+  close(): Promise<void>;
+}
+
+const AUDIT_ID = /^[\x21-\x7e]{1,128}$/;
+
+export async function startGateway(config: Config, log: Logger): Promise<RunningGateway> {
+  const g = await newGateway(config, log);
+  const chain = buildChain(g);
+  const tls = config.server.tls;
+  const app = fastify({
+    http2: true,
+    https: {
+      allowHTTP1: true,
+      key: readFileSync(tls.keyFile),
+      cert: readFileSync(tls.certFile),
+      ...(tls.clientCAFile ? { ca: readFileSync(tls.clientCAFile), requestCert: true, rejectUnauthorized: false } : {}),
+      minVersion: tls.minVersion,
+    },
+    logger: false,
+    // The chain reads bodies itself (src/request/body.ts) and enforces the limit with a Status.
+    bodyLimit: Number.MAX_SAFE_INTEGER,
+    return503OnClosing: true,
+    keepAliveTimeout: 120_000,
+    frameworkErrors: (err: Error, req: { raw: Request }, reply: { hijack(): void; raw: Response }) => {
+      reply.hijack();
+      writeStatus(reply.raw, auditIDOf(req.raw), newBadRequest(err.message).status);
+    },
+  } as any);
+  // Leave bodies unread: forwarded requests stream them, the steps that need them read them.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+
+  const longRunning = new Set<Response>();
+  const handle = async (req: Request, res: Response): Promise<void> => {
+    const started = process.hrtime.bigint();
+    const auditID = auditIDOf(req);
+    res.setHeader('Audit-Id', auditID);
+    const ctx = {
+      req,
+      res,
+      url: new URL(req.url ?? '/', 'https://gateway.invalid'),
+      auditID,
+      log: log.child({ auditID }),
+    } as RequestContext;
+    const kind = isMutating(req.method ?? 'GET') ? 'mutating' : 'readOnly';
+    g.metrics.inflight.inc({ request_kind: kind });
+    let counted = false;
+    const account = () => {
+      if (counted || !ctx.info) return;
+      counted = true;
+      g.metrics.inflight.dec({ request_kind: kind });
+      const verb = reportedVerb(ctx.info, req.method ?? 'GET', req.headers['content-type']);
+      const labels = requestLabels(ctx.info, verb, ctx.url.searchParams.getAll('dryRun').includes('All'));
+      g.metrics.requestTotal.inc({ ...labels, code: String(res.statusCode) });
+      if (ctx.info.longRunning) {
+        const { dry_run: _d, ...lr } = labels;
+        g.metrics.longRunning.dec(lr);
+        longRunning.delete(res);
+      } else {
+        g.metrics.requestDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+      }
+      ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
+    };
+    res.once('close', account);
+    try {
+      await chain(withLongRunningTracking(ctx, g, longRunning));
+    } catch (e) {
+      const s = toStatus(e);
+      if (s.code >= 500) ctx.log.warn({ code: s.code, reason: s.reason, msg: s.message }, 'request failed');
+      writeStatus(res, auditID, s);
+    } finally {
+      if (!ctx.info) {
+        g.metrics.inflight.dec({ request_kind: kind });
+        counted = true;
+      }
+    }
+  };
+
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/*',
+    handler: (request, reply) => {
+      reply.hijack();
+      return handle(request.raw, reply.raw);
+    },
+  });
+  app.route({
+    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+    url: '/',
+    handler: (request, reply) => {
+      reply.hijack();
+      return handle(request.raw, reply.raw);
+    },
+  });
+
+  // HTTP/1.1 upgrades (exec, attach, port-forward over WebSocket or SPDY) take the same chain up to routing,
+  // then become a raw tunnel to the control plane.
+  app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const auditID = auditIDOf(req);
+    upgrade(chain, log, req, socket, head, auditID).catch((e) => writeUpgradeStatus(socket, auditID, toStatus(e) as Status));
+  });
+
+  await app.listen({ host: config.server.address, port: config.server.port });
+  const port = (app.server.address() as AddressInfo).port;
+  const host = config.server.address === '0.0.0.0' || config.server.address === '::' ? '127.0.0.1' : config.server.address;
+  log.info({ port, address: config.server.address }, 'fleetgate is serving');
+
+  let closing: Promise<void> | undefined;
+  return {
+    gateway: g,
+    url: `https://${host}:${port}`,
+    port,
+    close() {
+      closing ??= (async () => {
+        g.shuttingDown = true;
+        // Watches and other streams never finish by themselves: end them cleanly so clients re-watch elsewhere.
+        for (const res of longRunning) res.end();
+        const grace = new Promise<void>((r) => setTimeout(r, config.server.shutdownGracePeriodSeconds * 1000).unref());
+        await Promise.race([app.close(), grace]);
+        await g.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+function auditIDOf(req: { headers: Record<string, string | string[] | undefined> }): string {
+  const v = req.headers['audit-id'];
+  return typeof v === 'string' && AUDIT_ID.test(v) ? v : randomUUID();
+}
+
+function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Response>): RequestContext {
+  // RequestInfo is known only after the first step; record long-running requests once it is.
+  const res = ctx.res;
+  const origWriteHead = res.writeHead.bind(res) as (...a: any[]) => any;
+  (res as any).writeHead = (...args: any[]) => {
+    if (ctx.info?.longRunning && !set.has(res)) {
+      set.add(res);
+      const verb = reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']);
+      const { dry_run: _d, ...lr } = requestLabels(ctx.info, verb, false);
+      g.metrics.longRunning.inc(lr);
+    }
+    return origWriteHead(...args);
+  };
+  return ctx;
+}
+
+/** An upgrade goes through the same chain; routing turns it into a tunnel (ctx.upgrade). */
+async function upgrade(chain: (ctx: RequestContext) => Promise<void>, log: Logger, req: IncomingMessage, socket: Duplex, head: Buffer, auditID: string): Promise<void> {
+  const ctx = {
+    req,
+    res: undefined as unknown as Response,
+    url: new URL(req.url ?? '/', 'https://gateway.invalid'),
+    auditID,
+    log: log.child({ auditID }),
+    upgrade: { socket, head },
+  } as RequestContext;
+  await chain(ctx);
+}

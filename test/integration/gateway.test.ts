@@ -1,0 +1,191 @@
+// The gateway in front of a simulated control plane: kubectl cannot tell it from a kube-apiserver, callers are
+// who their certificates say (impersonated upstream), and bad input never reaches the control plane.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCA, issueClientCert } from '../../src/pki/index.js';
+import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { call, openWatch, type ClusterEndpoint } from '../support/http.js';
+import { kubectl, type KubectlVersion } from '../support/kubectl.js';
+
+let sim: SimFleet;
+let gw: TestGateway;
+let admin: string;
+let alice: string;
+let adminEp: ClusterEndpoint;
+let aliceEp: ClusterEndpoint;
+
+beforeAll(async () => {
+  sim = await startSimFleet({ clusters: ['control-plane'], nodesPerCluster: 0 });
+  const cp = sim.member('control-plane').cluster;
+  const ns = cp.resourceFor('', 'namespaces')!;
+  cp.create(ns, '', { metadata: { name: 'demo' } });
+  cp.create(cp.resourceFor('rbac.authorization.k8s.io', 'rolebindings')!, 'demo', {
+    metadata: { name: 'dev-edit', namespace: 'demo' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'dev' }],
+  });
+  gw = await startTestGateway({ controlPlaneKubeconfig: sim.member('control-plane').kubeconfigPath });
+  admin = await gw.kubeconfigFor('admin', ['system:masters']);
+  alice = await gw.kubeconfigFor('alice', ['dev']);
+  adminEp = await gw.endpointFor('admin', ['system:masters']);
+  aliceEp = await gw.endpointFor('alice', ['dev']);
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await sim?.close();
+});
+
+describe.each<KubectlVersion>(['1.27', '1.30', '1.33'])('kubectl %s through the gateway', (v) => {
+  it('shows who the caller is', async () => {
+    const who = await kubectl(v, alice, ['auth', 'whoami', '-o', 'json']);
+    expect(who.stderr).toBe('');
+    const info = JSON.parse(who.stdout).status.userInfo;
+    expect(info.username).toBe('alice');
+    expect(info.groups).toEqual(['dev', 'system:authenticated']);
+  });
+
+  it('answers can-i as the control plane does for the caller', async () => {
+    for (const [args, want] of [
+      [['create', 'configmaps', '-n', 'demo'], 'yes'],
+      [['list', 'pods', '-n', 'kube-system'], 'no'],
+      [['delete', 'namespaces'], 'no'],
+    ] as const) {
+      const r = await kubectl(v, alice, ['auth', 'can-i', ...args]);
+      expect(r.stdout.trim()).toBe(want);
+    }
+  });
+
+  it('creates, reads, patches and deletes a ConfigMap as the caller', async () => {
+    const name = `gw-${v.replace('.', '-')}`;
+    const created = await kubectl(v, alice, ['create', 'configmap', name, '-n', 'demo', '--from-literal=a=1']);
+    expect(created.stderr).toBe('');
+    expect(created.stdout.trim()).toBe(`configmap/${name} created`);
+    const patched = await kubectl(v, alice, ['patch', 'configmap', name, '-n', 'demo', '-p', '{"data":{"b":"2"}}']);
+    expect(patched.stdout.trim()).toBe(`configmap/${name} patched`);
+    const got = JSON.parse((await kubectl(v, alice, ['get', 'configmap', name, '-n', 'demo', '-o', 'json'])).stdout);
+    expect(got.data).toEqual({ a: '1', b: '2' });
+    const table = await kubectl(v, alice, ['get', 'configmaps', '-n', 'demo']);
+    expect(table.stdout).toMatch(new RegExp(`${name}\\s+2\\s+\\d+s`));
+    const del = await kubectl(v, alice, ['delete', 'configmap', name, '-n', 'demo']);
+    expect(del.stdout.trim()).toBe(`configmap "${name}" deleted`);
+  });
+
+  it('refuses what the control plane refuses the caller, with its message', async () => {
+    const r = await kubectl(v, alice, ['get', 'configmaps', '-n', 'kube-system']);
+    expect(r.stderr.trim()).toBe('Error from server (Forbidden): configmaps is forbidden: User "alice" cannot list resource "configmaps" in API group "" in the namespace "kube-system"');
+  });
+
+  it('lists only exposed resources in discovery', async () => {
+    const r = await kubectl(v, admin, ['api-resources', '--no-headers', '-o', 'name']);
+    const names = r.stdout.trim().split('\n').sort();
+    // The self reviews stay: whoami and can-i must work whatever is exposed.
+    expect(names).toEqual(
+      [
+        'configmaps',
+        'deployments.apps',
+        'events',
+        'events.events.k8s.io',
+        'namespaces',
+        'pods',
+        'selfsubjectaccessreviews.authorization.k8s.io',
+        'selfsubjectreviews.authentication.k8s.io',
+        'selfsubjectrulesreviews.authorization.k8s.io',
+      ].sort(),
+    );
+  });
+});
+
+describe('bad input', () => {
+  it('401 without a client certificate', async () => {
+    const r = await call({ url: gw.url, caPem: gw.servingCA.certPem }, 'GET', '/api/v1/namespaces');
+    expect(r.status).toBe(401);
+    expect(r.json()).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
+  });
+
+  it('401 for a certificate from an unknown CA', async () => {
+    const rogue = await createCA('rogue');
+    const cert = await issueClientCert(rogue, 'admin', ['system:masters']);
+    const r = await call({ url: gw.url, caPem: gw.servingCA.certPem, certPem: cert.certPem, keyPem: cert.keyPem }, 'GET', '/api/v1/namespaces');
+    expect(r.status).toBe(401);
+  });
+
+  it('health endpoints answer without credentials', async () => {
+    const r = await call({ url: gw.url, caPem: gw.servingCA.certPem }, 'GET', '/readyz?verbose');
+    expect(r.status).toBe(200);
+    expect(r.text).toContain('[+]control-plane ok');
+  });
+
+  it('403 for Impersonate-User without the right, and nothing reaches the control plane', async () => {
+    const r = await call(aliceEp, 'POST', '/api/v1/namespaces/demo/configmaps', {
+      body: { metadata: { name: 'as-admin' } },
+      headers: { 'Impersonate-User': 'admin' },
+    });
+    expect(r.status).toBe(403);
+    expect(r.json().message).toBe('users "admin" is forbidden: User "alice" cannot impersonate resource "users" in API group "" at the cluster scope');
+    expect(sim.member('control-plane').cluster.get('', 'configmaps', 'demo', 'as-admin')).toBeUndefined();
+  });
+
+  it('honours Impersonate-User for a caller allowed to impersonate', async () => {
+    const r = await call(adminEp, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', {
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+      headers: { 'Impersonate-User': 'bob', 'Impersonate-Group': 'ops' },
+    });
+    expect(r.status).toBe(201);
+    expect(r.json().status.userInfo).toMatchObject({ username: 'bob', groups: ['ops', 'system:authenticated'] });
+  });
+
+  it('400 for malformed JSON, and nothing reaches the control plane', async () => {
+    const r = await call(adminEp, 'POST', '/api/v1/namespaces/demo/configmaps', { body: '{"metadata": {"name": "broken"', contentType: 'application/json' });
+    expect(r.status).toBe(400);
+    expect(r.json().reason).toBe('BadRequest');
+    expect(sim.member('control-plane').cluster.get('', 'configmaps', 'demo', 'broken')).toBeUndefined();
+  });
+
+  it('413 for an oversized body', async () => {
+    const big = JSON.stringify({ metadata: { name: 'big' }, data: { x: 'y'.repeat(4 * 1024 * 1024) } });
+    const r = await call(adminEp, 'POST', '/api/v1/namespaces/demo/configmaps', { body: big });
+    expect(r.status).toBe(413);
+    expect(r.json()).toMatchObject({ kind: 'Status', code: 413 });
+    expect(sim.member('control-plane').cluster.get('', 'configmaps', 'demo', 'big')).toBeUndefined();
+  });
+
+  it('404 Status for resources that are not exposed', async () => {
+    const r = await call(adminEp, 'GET', '/api/v1/namespaces/demo/secrets');
+    expect(r.status).toBe(404);
+    expect(r.json()).toMatchObject({ kind: 'Status', reason: 'NotFound', message: 'the server could not find the requested resource' });
+  });
+
+  it('404 for unknown paths', async () => {
+    const r = await call(adminEp, 'GET', '/apis/nope.example.com/v1/things');
+    expect(r.status).toBe(404);
+  });
+});
+
+describe('streams and metrics', () => {
+  it('watches flush each event', async () => {
+    const list = (await call(adminEp, 'GET', '/api/v1/namespaces/demo/configmaps')).json();
+    const w = await openWatch(adminEp, `/api/v1/namespaces/demo/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`);
+    const t0 = Date.now();
+    await call(adminEp, 'POST', '/api/v1/namespaces/demo/configmaps', { body: { metadata: { name: 'watched' } } });
+    await w.waitFor((e) => e.some((x) => x.type === 'ADDED' && x.object.metadata.name === 'watched'), 5000);
+    expect(Date.now() - t0).toBeLessThan(2000);
+    w.close();
+  });
+
+  it('/metrics for users allowed to read it, 403 for others', async () => {
+    const ok = await call(adminEp, 'GET', '/metrics');
+    expect(ok.status).toBe(200);
+    expect(ok.text).toContain('apiserver_request_total{');
+    expect(ok.text).toMatch(/apiserver_request_duration_seconds_bucket\{.*verb="LIST"/);
+    const no = await call(aliceEp, 'GET', '/metrics');
+    expect(no.status).toBe(403);
+    expect(no.json().message).toBe('forbidden: User "alice" cannot get path "/metrics"');
+  });
+
+  it('echoes Audit-ID', async () => {
+    const r = await call(adminEp, 'GET', '/api/v1/namespaces', { headers: { 'Audit-ID': 'my-audit-id-1' } });
+    expect(r.headers['audit-id']).toBe('my-audit-id-1');
+  });
+});

@@ -144,13 +144,25 @@ export function forwardUpgrade(
     socket.pipe(upstream);
   };
 
-  // Anything else: relay the upstream's answer and nothing from the client; then the tunnel is done.
+  // Anything else: relay the upstream's answer and nothing from the client; then the tunnel is done. The end of
+  // the answer is found from Content-Length or the chunked framing; failing both, the upstream's close.
   const refused = (headBytes: Buffer, rest: Buffer) => {
-    let remaining = contentLength(headBytes) ?? Infinity;
+    const length = contentLength(headBytes);
+    const chunked = length === undefined && isChunked(headBytes) ? newChunkedScan() : null;
+    let remaining = length ?? Infinity;
     const relay = (chunk: Buffer) => {
-      const part = chunk.length > remaining ? chunk.subarray(0, remaining) : chunk;
+      let part = chunk;
+      if (chunked !== null) {
+        const end = scanChunked(chunked, chunk);
+        if (end >= 0) {
+          part = chunk.subarray(0, end);
+          remaining = 0;
+        }
+      } else if (chunk.length > remaining) {
+        part = chunk.subarray(0, remaining);
+      }
       if (part.length > 0) socket.write(part);
-      remaining -= part.length;
+      if (chunked === null) remaining -= part.length;
       if (remaining <= 0) done();
     };
     const done = () => {
@@ -187,6 +199,75 @@ function parseStatus(head: Buffer): number | null {
 function contentLength(head: Buffer): number | undefined {
   const m = /\r\ncontent-length:[ \t]*(\d+)[ \t]*\r\n/i.exec(head.toString('latin1'));
   return m ? Number(m[1]) : undefined;
+}
+
+function isChunked(head: Buffer): boolean {
+  return /\r\ntransfer-encoding:[^\r]*\bchunked\b/i.test(head.toString('latin1'));
+}
+
+/** Where we are in a chunked body (RFC 9112 §7.1): a size line, its data and CRLF, ..., a 0 size, trailers. */
+interface ChunkedScan {
+  state: 'size' | 'ext' | 'sizeLF' | 'data' | 'dataCR' | 'dataLF' | 'lineStart' | 'trailer' | 'endLF';
+  size: number;
+}
+
+function newChunkedScan(): ChunkedScan {
+  return { state: 'size', size: 0 };
+}
+
+/** Feeds buf to the scan; returns the offset just past the body's end, or -1 when it has not ended yet. */
+function scanChunked(st: ChunkedScan, buf: Buffer): number {
+  for (let i = 0; i < buf.length; i++) {
+    const c = buf[i]!;
+    switch (st.state) {
+      case 'size': {
+        const d = hexDigit(c);
+        if (d >= 0) st.size = st.size * 16 + d;
+        else if (c === 0x0d) st.state = 'sizeLF';
+        else st.state = 'ext'; // chunk extensions (or junk) up to the line end
+        break;
+      }
+      case 'ext':
+        if (c === 0x0d) st.state = 'sizeLF';
+        break;
+      case 'sizeLF':
+        if (st.size === 0) st.state = 'lineStart';
+        else st.state = 'data';
+        break;
+      case 'data': {
+        const take = Math.min(st.size, buf.length - i);
+        st.size -= take;
+        i += take - 1;
+        if (st.size === 0) st.state = 'dataCR';
+        break;
+      }
+      case 'dataCR':
+        st.state = 'dataLF';
+        break;
+      case 'dataLF':
+        st.state = 'size';
+        st.size = 0;
+        break;
+      case 'lineStart': // after the last chunk: an empty line ends the body, anything else is a trailer field
+        st.state = c === 0x0d ? 'endLF' : 'trailer';
+        break;
+      case 'trailer':
+        if (c === 0x0a) st.state = 'lineStart';
+        break;
+      case 'endLF':
+        if (c === 0x0a) return i + 1;
+        st.state = 'trailer';
+        break;
+    }
+  }
+  return -1;
+}
+
+function hexDigit(c: number): number {
+  if (c >= 0x30 && c <= 0x39) return c - 0x30;
+  if (c >= 0x61 && c <= 0x66) return c - 0x57;
+  if (c >= 0x41 && c <= 0x46) return c - 0x37;
+  return -1;
 }
 
 function statusOf(up: Upstream, err: unknown, phase: 'connect' | 'response'): Status {

@@ -2,8 +2,11 @@
 // byte for byte, per-chunk streaming, aborts, deadlines, failures, and what an upgrade tunnel lets through.
 
 import { createServer, request, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Http2ServerRequest, Http2ServerResponse } from 'node:http2';
 import { connect, createServer as createTcpServer, type AddressInfo, type Server as TcpServer, type Socket } from 'node:net';
+import { connect as h2connect, createSecureServer, type Http2SecureServer } from 'node:http2';
 import { gzipSync } from 'node:zlib';
+import { createCA, issueServingCert } from '../../src/pki/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { statusBody, toStatus } from '../../src/api/status.js';
 import type { UserInfo } from '../../src/api/user.js';
@@ -32,6 +35,10 @@ let downUp: Upstream;
 let downPort: number;
 let gw: Server;
 let base: string;
+// The same gateway over TLS with HTTP/2, as client-go talks to it.
+let gw2: Http2SecureServer;
+let base2: string;
+let ca2: string;
 const seen: Seen[] = [];
 const results: number[] = [];
 let streamRes: ServerResponse | undefined;
@@ -119,7 +126,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => probe.close(() => resolve()));
   downUp = upstreamFromEndpoint({ name: 'control-plane', url: `https://127.0.0.1:${downPort}`, token: 'gateway-token' });
 
-  gw = createServer((req, res) => {
+  const handler = (req: IncomingMessage | Http2ServerRequest, res: ServerResponse | Http2ServerResponse) => {
     const upstream = req.headers['x-test-upstream'] === 'down' ? downUp : echoUp;
     const t = req.headers['x-test-timeout'];
     const body = req.headers['x-test-body'];
@@ -134,7 +141,13 @@ beforeAll(async () => {
         res.writeHead(s.code, { 'content-type': 'application/json' });
         res.end(statusBody(s));
       });
-  });
+  };
+  gw = createServer(handler);
+  const ca = await createCA('upstream-wire-test-ca');
+  const serving = await issueServingCert(ca, ['127.0.0.1']);
+  ca2 = ca.certPem;
+  gw2 = createSecureServer({ cert: serving.certPem, key: serving.keyPem, allowHTTP1: true }, handler);
+  base2 = `127.0.0.1:${await new Promise<number>((resolve) => gw2.listen(0, '127.0.0.1', () => resolve((gw2.address() as AddressInfo).port)))}`;
   gw.on('upgrade', (req, socket, head) => {
     const which = req.headers['x-test-upstream'];
     const upstream = which === 'down' ? downUp : which === 'pipelining' ? pipeliningUp : echoUp;
@@ -146,6 +159,7 @@ beforeAll(async () => {
 afterAll(async () => {
   gw?.closeAllConnections();
   echo?.closeAllConnections();
+  await new Promise<void>((resolve) => (gw2 ? gw2.close(() => resolve()) : resolve()));
   await Promise.all([gw, echo].map((s) => new Promise<void>((resolve) => (s ? s.close(() => resolve()) : resolve()))));
   await new Promise<void>((resolve) => (pipelining ? pipelining.close(() => resolve()) : resolve()));
   await echoUp?.close();
@@ -298,6 +312,67 @@ describe('streaming', () => {
     await streamClosedEarly; // the upstream saw the request go away
     await until(() => results.length > before);
     expect(results[before]).toBe(200);
+  });
+});
+
+describe('HTTP/2 clients', () => {
+  it('get bodies byte for byte, no connection-specific headers, and streamed chunks', async () => {
+    const session = h2connect(`https://${base2}`, { ca: ca2 });
+    try {
+      const exchange = (path: string, body?: Buffer) =>
+        new Promise<{ headers: Record<string, unknown>; body: Buffer }>((resolve, reject) => {
+          const st = session.request({ ':method': body ? 'PUT' : 'GET', ':path': path, 'content-type': 'application/vnd.kubernetes.protobuf', authorization: 'Bearer caller-secret' }, { endStream: !body });
+          let headers: Record<string, unknown> = {};
+          const chunks: Buffer[] = [];
+          st.on('response', (h) => (headers = h));
+          st.on('data', (c: Buffer) => chunks.push(c));
+          st.on('end', () => resolve({ headers, body: Buffer.concat(chunks) }));
+          st.on('error', reject);
+          if (body) st.end(body);
+        });
+      const payload = Buffer.concat([Buffer.from('k8s\0'), Buffer.from(Array.from({ length: 70_000 }, (_, i) => (i * 13) % 256))]);
+      const put = await exchange('/echo', payload);
+      expect(put.headers[':status']).toBe(200);
+      expect(put.body.equals(payload)).toBe(true);
+      expect(last().body.equals(payload)).toBe(true);
+      expect(header(last().raw, 'authorization')).toEqual(['Bearer gateway-token']);
+
+      const hop = await exchange('/hop');
+      expect(hop.headers[':status']).toBe(200);
+      expect(hop.headers['x-public']).toBe('kept');
+      expect(hop.body.toString()).toBe('ok');
+
+      // A GET over h2 has no body: nothing is streamed upstream.
+      const get = await exchange('/echo?h2');
+      expect(get.headers[':status']).toBe(200);
+      expect(last().body.length).toBe(0);
+      expect(header(last().raw, 'content-length')).toEqual([]);
+
+      const got: string[] = [];
+      const st = session.request({ ':path': '/stream' });
+      let more = () => {};
+      st.on('data', (c: Buffer) => {
+        got.push(c.toString());
+        more();
+      });
+      const lines = (n: number) =>
+        new Promise<void>((resolve, reject) => {
+          const t = setTimeout(() => reject(new Error(`got ${JSON.stringify(got)}`)), 3000);
+          more = () => {
+            if (got.join('').split('\n').length - 1 >= n) {
+              clearTimeout(t);
+              resolve();
+            }
+          };
+          more();
+        });
+      await lines(1);
+      streamRes!.end('{"type":"DELETED"}\n');
+      await lines(2);
+      expect(got.join('')).toBe('{"type":"ADDED"}\n{"type":"DELETED"}\n');
+    } finally {
+      session.close();
+    }
   });
 });
 

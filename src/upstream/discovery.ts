@@ -252,7 +252,10 @@ export function aggregatedETag(body: Buffer): string {
 
 export interface DiscoveryOptions {
   impersonate?: UserInfo;
+  /** Default 60s. */
   timeoutMs?: number;
+  /** Path and query to use instead of the client's (e.g. after a /clusters/<name> prefix is stripped). */
+  path?: string;
 }
 
 interface FilteredDoc {
@@ -277,7 +280,7 @@ const CACHE_ENTRIES = 32;
  * reject with the same Status errors as forward().
  */
 export async function forwardDiscovery(up: Upstream, req: Request, res: Response, auditID: string, exposed: ExposedResources, opts: DiscoveryOptions = {}): Promise<number> {
-  const url = new URL(req.url ?? '/', 'https://gateway.invalid');
+  const url = new URL(opts.path ?? req.url ?? '/', 'https://gateway.invalid');
   if (!discoveryExposed(url.pathname, exposed)) {
     writePageNotFound(res, auditID);
     return 404;

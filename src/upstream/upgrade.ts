@@ -12,7 +12,7 @@ import type { IncomingMessage } from 'node:http';
 import { connect as netConnect, isIP, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { connect as tlsConnect } from 'node:tls';
-import { statusBody, type Status } from '../api/status.js';
+import { newBadRequest, statusBody, toStatus, type Status } from '../api/status.js';
 import type { UserInfo } from '../api/user.js';
 import type { Upstream } from './client.js';
 import { UpstreamDeadline, upstreamFailure } from './errors.js';
@@ -22,6 +22,8 @@ import { requestHeaders } from './headers.js';
 export interface UpgradeOptions {
   /** How long the upstream may take to answer the upgrade request (default 30s). */
   handshakeTimeoutMs?: number;
+  /** Path and query to request instead of the client's (e.g. after a /clusters/<name> prefix is stripped). */
+  path?: string;
 }
 
 /** Upstream response heads larger than this are not HTTP we want to relay. */
@@ -44,9 +46,10 @@ export function forwardUpgrade(
   let requestHead: Buffer;
   try {
     const headers = requestHeaders(up, req, { auditID, impersonate, keepContentLength: true, upgrade: true });
-    requestHead = buildRequestHead(up, req, headers);
+    requestHead = buildRequestHead(up, req.method ?? 'GET', opts.path ?? req.url ?? '/', headers);
   } catch (e) {
-    writeStatus(socket, auditID, statusOf(up, e, 'connect'));
+    // An identity or request line that cannot be sent faithfully: nothing went upstream.
+    writeStatus(socket, auditID, toStatus(e));
     return;
   }
 
@@ -178,12 +181,13 @@ export function forwardUpgrade(
   };
 }
 
-function buildRequestHead(up: Upstream, req: IncomingMessage, headers: string[]): Buffer {
-  const target = upstreamPath(up, req.url ?? '/');
-  let s = `${req.method ?? 'GET'} ${target} HTTP/1.1\r\nhost: ${up.url.host}\r\n`;
+function buildRequestHead(up: Upstream, method: string, path: string, headers: string[]): Buffer {
+  const target = upstreamPath(up, path);
+  if (/\s/.test(target) || !/^[A-Z]+$/.test(method)) throw newBadRequest('invalid request line');
+  let s = `${method} ${target} HTTP/1.1\r\nhost: ${up.url.host}\r\n`;
   for (let i = 0; i < headers.length; i += 2) {
     const v = headers[i + 1]!;
-    if (/[\r\n\0]/.test(v)) throw new Error(`invalid ${headers[i]} header value`);
+    if (/[\r\n\0]/.test(v)) throw newBadRequest(`invalid ${headers[i]} header value`);
     s += `${headers[i]}: ${v}\r\n`;
   }
   s += '\r\n';

@@ -12,7 +12,7 @@ import { statusBody, toStatus } from '../../src/api/status.js';
 import type { UserInfo } from '../../src/api/user.js';
 import { upstreamFromKubeconfig, type Upstream } from '../../src/upstream/client.js';
 import { exposedResources, forwardDiscovery, isDiscoveryPath } from '../../src/upstream/discovery.js';
-import { forward } from '../../src/upstream/forward.js';
+import { forward, requestJSON, subjectAccessReview } from '../../src/upstream/forward.js';
 import { forwardUpgrade } from '../../src/upstream/upgrade.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { call, type ClusterEndpoint } from '../support/http.js';
@@ -122,6 +122,31 @@ describe('impersonation', () => {
     const allowed = await send('GET', '/api/v1/namespaces/default/secrets', as(OPS));
     expect(allowed.status).toBe(200);
     expect(allowed.json().kind).toBe('SecretList');
+  });
+});
+
+describe('requests the gateway makes itself', () => {
+  const attrs = (user: UserInfo, verb: string, resource: string) => ({
+    user, verb, isResourceRequest: true, path: '', namespace: 'default', apiGroup: '', apiVersion: 'v1', resource, subresource: '', name: '',
+  });
+
+  it('asks the upstream for access decisions with SubjectAccessReview', async () => {
+    const bob = { username: 'bob', groups: ['system:authenticated'] };
+    expect(await subjectAccessReview(up, attrs(bob, 'list', 'secrets'))).toEqual({ allowed: false, reason: '' });
+    expect((await subjectAccessReview(up, attrs(OPS, 'list', 'secrets'))).allowed).toBe(true);
+    const nonResource = await subjectAccessReview(up, { ...attrs(bob, 'get', ''), isResourceRequest: false, path: '/version' });
+    expect(nonResource.allowed).toBe(true);
+  });
+
+  it('sends small JSON requests as the gateway or as someone', async () => {
+    const self = await requestJSON(up, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' });
+    expect(self.status).toBe(201);
+    expect(self.body.status.userInfo.username).toBe('admin');
+    const asAlice = await requestJSON(up, 'POST', '/apis/authentication.k8s.io/v1/selfsubjectreviews', { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, ALICE);
+    expect(asAlice.body.status.userInfo.username).toBe('alice');
+    const missing = await requestJSON(up, 'GET', '/api/v1/namespaces/default/configmaps/absent');
+    expect(missing.status).toBe(404);
+    expect(missing.body).toMatchObject({ kind: 'Status', reason: 'NotFound', message: 'configmaps "absent" not found' });
   });
 });
 

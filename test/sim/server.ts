@@ -35,6 +35,7 @@ import type { SimCluster } from './cluster.js';
 import { aggregatedDiscovery, aggregatedVersion, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, AGGREGATED_V2, AGGREGATED_V2BETA1 } from './discovery.js';
 import { handleExecUpgrade } from './exec.js';
 import { impersonate } from './impersonation.js';
+import { serveOpenAPIV2, serveOpenAPIV3 } from './openapi.js';
 import { servePodLog } from './podlog.js';
 import { decodeProtobufObject } from './protobuf.js';
 import { rbacAuthorize } from './rbac.js';
@@ -410,7 +411,9 @@ function nonResource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, url: U
     const doc = apiResourceList(m[1], m[2], resources, extra);
     if (doc) return writeJson(res, 200, doc);
   }
-  // No OpenAPI: kubectl explain reports a clean 404 and apply falls back to its compiled-in schema.
+  // OpenAPI v3 with CRD schemas, and an empty v2 for kubectl 1.27/1.28 (see openapi.ts).
+  if (serveOpenAPIV3(req, res, path, url.searchParams, resources, extra, ctx.gitVersion ?? 'v1.34.4')) return;
+  if (path === '/openapi/v2') return serveOpenAPIV2(req, res, ctx.gitVersion ?? 'v1.34.4');
   pageNotFound(res);
 }
 

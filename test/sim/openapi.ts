@@ -12,7 +12,7 @@
 //   would make apply replace whole lists (a two-container Deployment loses a container), so built-in kinds get no
 //   component schema: apply falls back to /openapi/v2 (404 here) and then to its compiled-in types, and
 //   `explain <built-in>` reports that it cannot find the resource. Custom resources get their CRD's schema.
-// /openapi/v2 stays 404: kubectl only needs it for client-side validation, which fieldValidation makes moot.
+// /openapi/v2 is an empty document (see serveOpenAPIV2): kubectl 1.27/1.28 insist on downloading it.
 
 import { createHash } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';

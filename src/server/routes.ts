@@ -7,7 +7,7 @@ import { newBadRequest, newForbiddenAttributes, newNotFound } from '../api/statu
 import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
 import { checkBodySyntax, readBody } from '../request/body.js';
 import { targetPath } from '../request/filter.js';
-import { forwardDiscovery, isDiscoveryPath, newResourceNotFound } from '../upstream/discovery.js';
+import { forwardDiscovery, isDiscoveryPath, newResourceNotFound, rejectNotExposed } from '../upstream/discovery.js';
 import { forward } from '../upstream/forward.js';
 import { forwardUpgrade } from '../upstream/upgrade.js';
 import type { Step } from './chain.js';
@@ -41,11 +41,12 @@ export function routingStep(g: Gateway): Step {
       // The gateway knows the caller; the control plane would only see the impersonated identity.
       return writeJSON(ctx.res, 201, JSON.stringify(selfSubjectReviewResponse(ctx.user!, `authentication.k8s.io/${info.apiVersion}` as any)));
     }
-    if (!g.exposed.isExposed(info.apiGroup, info.resource)) throw newResourceNotFound();
     if (ctx.upgrade) {
-      forwardUpgrade(g.controlPlane, ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID, ctx.user!);
+      if (!g.exposed.isExposed(info.apiGroup, info.resource)) throw newResourceNotFound();
+      forwardUpgrade(g.controlPlane, ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID, ctx.user!, { path: targetPath(ctx) });
       return;
     }
+    if (rejectNotExposed(g.exposed, info.apiGroup, info.resource, ctx.res, ctx.auditID)) return;
     let body: Buffer | undefined;
     if (ctx.req.method === 'POST' || ctx.req.method === 'PUT' || ctx.req.method === 'PATCH') {
       body = await readBody(ctx, g.config.server.maxRequestBodyBytes);

@@ -180,7 +180,8 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
   }
   // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable across namespaces only
   // for list, watch and deletecollection.
-  if (!r.namespaced && info.namespace) throw notFoundResource();
+  // (RequestInfo names a namespace's own namespace after itself, as the apiserver does.)
+  if (!r.namespaced && info.namespace && !(r.group === '' && r.resource === 'namespaces')) throw notFoundResource();
   if (r.namespaced && !info.namespace && (info.name || info.verb === 'create')) throw notFoundResource();
   if (info.subresource) return subresource(ctx, req, res, r, info, url, body);
 
@@ -293,8 +294,11 @@ async function subresource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, 
         const { applyPatch } = await import('../../src/api/patch.js');
         scale = applyPatch(scaleOf(current), body!.toString('utf8'), patchType(req), { group: 'autoscaling', kind: 'Scale' });
       }
-      const replicas = scale?.spec?.replicas;
-      if (typeof replicas !== 'number') throw newBadRequest('spec.replicas must be a number');
+      // replicas is omitempty in autoscaling/v1: absent means 0.
+      const replicas = scale?.spec?.replicas ?? 0;
+      if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
+        throw newBadRequest('spec.replicas must be a whole number >= 0');
+      }
       const next = structuredClone(current.obj) as any;
       setPath(next, r.scale.specReplicasPath, replicas);
       if (scale.metadata?.resourceVersion) next.metadata.resourceVersion = scale.metadata.resourceVersion;

@@ -11,11 +11,9 @@ import { join } from 'node:path';
 import type { TLSSocket } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { BIN, ensureBuilt, ROOT } from '../support/build.js';
 import { kubectl } from '../support/kubectl.js';
 
-const ROOT = join(import.meta.dirname, '../..');
-const BIN = join(ROOT, 'bin/fleetgate.js');
-const BUILT = join(ROOT, 'dist/src/cli/main.js');
 const DAY = 86_400_000;
 
 interface Run {
@@ -30,15 +28,6 @@ function fleetgate(...args: string[]): Promise<Run> {
       resolve({ code: err ? (typeof err.code === 'number' ? err.code : 1) : 0, stdout, stderr });
     });
   });
-}
-
-/** Newest modification time of the .ts files the CLI is built from. */
-function newestSource(): number {
-  let newest = 0;
-  for (const d of ['src/cli', 'src/config', 'src/pki']) {
-    for (const f of readdirSync(join(ROOT, d))) if (f.endsWith('.ts')) newest = Math.max(newest, statSync(join(ROOT, d, f)).mtimeMs);
-  }
-  return newest;
 }
 
 function mode(path: string): number {
@@ -60,11 +49,7 @@ let dir: string;
 let pki: string;
 
 beforeAll(() => {
-  if (!existsSync(BUILT) || statSync(BUILT).mtimeMs < newestSource()) {
-    // Other files of the project may not typecheck mid-change; tsc still emits, so judge by the output file.
-    spawnSync('npx', ['tsc', '-p', 'tsconfig.json'], { cwd: ROOT, stdio: 'ignore' });
-    if (!existsSync(BUILT) || statSync(BUILT).mtimeMs < newestSource()) throw new Error(`building ${BUILT} with tsc failed`);
-  }
+  ensureBuilt();
   dir = mkdtempSync(join(tmpdir(), 'fleetgate-cli-certs-'));
   pki = join(dir, 'pki');
 });

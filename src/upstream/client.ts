@@ -120,6 +120,11 @@ export function upstreamFromEndpoint(ep: EndpointSpec): Upstream {
  * auth-provider) and proxies are refused: the gateway has to hold a credential it can use without running code.
  */
 export function upstreamFromKubeconfig(path: string, context?: string, name?: string): Upstream {
+  return upstreamFromEndpoint(endpointFromKubeconfig(path, context, name));
+}
+
+/** What upstreamFromKubeconfig connects with, without connecting: member specs compare and fingerprint it. */
+export function endpointFromKubeconfig(path: string, context?: string, name?: string): EndpointSpec {
   const kc = new KubeConfig();
   try {
     kc.loadFromFile(path);
@@ -159,7 +164,7 @@ export function upstreamFromKubeconfig(path: string, context?: string, name?: st
   if (!certPem && !token) {
     throw new Error(`kubeconfig ${path}: user ${JSON.stringify(user.name)} has neither a client certificate nor a token`);
   }
-  return upstreamFromEndpoint({
+  return {
     name: name ?? ctxName,
     url: cluster.server,
     caPem: read(cluster.caData, cluster.caFile, 'certificate authority'),
@@ -168,7 +173,7 @@ export function upstreamFromKubeconfig(path: string, context?: string, name?: st
     token: token || undefined,
     insecure: cluster.skipTLSVerify,
     serverName: cluster.tlsServerName,
-  });
+  };
 }
 
 /** How messages name an upstream: `the control plane "cp" (https://10.0.0.1:6443)`; the origin carries no credential. */

@@ -8,7 +8,7 @@ import type { KubeObject } from '../api/meta.js';
 import { SortedKeys, lowerBound } from './sortedkeys.js';
 
 export interface StoredObject {
-  /** "namespace/name", or "name" for cluster-scoped objects: the order lists come in. */
+  /** "namespace/name", or "name" for cluster-scoped objects (unless StoreOptions.keyOf says otherwise): the order lists come in. */
   readonly key: string;
   readonly namespace: string;
   readonly name: string;
@@ -52,6 +52,12 @@ export interface StoreOptions {
   windowSize?: number;
   /** Selectable fields of an object (src/api/fields.ts). */
   fieldsOf?: (obj: KubeObject) => Record<string, string>;
+  /**
+   * The key an object is stored and listed under; "namespace/name" (or "name") when absent. Keys must begin with
+   * "namespace/" for namespaced objects, since namespace-scoped lists and watches select by that prefix. The
+   * merged cache appends the member cluster, so one name can exist once per cluster.
+   */
+  keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
 }
 
 export interface Snapshot {
@@ -83,12 +89,14 @@ export class Store {
   private readonly listeners = new Set<Listener>();
   private readonly windowSize: number;
   private readonly fieldsOf: (obj: KubeObject) => Record<string, string>;
+  private readonly keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
   readonly clock: RvClock;
 
   constructor(opts: StoreOptions) {
     this.clock = opts.clock;
     this.windowSize = opts.windowSize ?? 10_000;
     this.fieldsOf = opts.fieldsOf ?? (() => EMPTY);
+    this.keyOf = opts.keyOf;
     this.compactedRV = opts.clock.current();
   }
 
@@ -138,7 +146,7 @@ export class Store {
     const namespace = meta.namespace ?? '';
     const name = meta.name ?? '';
     return {
-      key: namespace ? `${namespace}/${name}` : name,
+      key: this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name,
       namespace,
       name,
       rv,

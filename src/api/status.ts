@@ -553,3 +553,20 @@ function orderedDetails(d: StatusDetails): Record<string, unknown> {
   if (d.retryAfterSeconds) o.retryAfterSeconds = d.retryAfterSeconds;
   return o;
 }
+
+/**
+ * A resource the server does not have in a group/version it serves: go-restful's 404, which kube-apiserver
+ * turns into this Status (NewGenericServerResponse with an empty resource: `details` present but empty).
+ */
+export function newResourceNotFound(): StatusError {
+  return new StatusError({
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message: 'the server could not find the requested resource',
+    reason: 'NotFound',
+    details: {},
+    code: 404,
+  });
+}

@@ -102,22 +102,17 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     }
   };
 
-  app.route({
-    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    url: '/*',
-    handler: (request, reply) => {
-      reply.hijack();
-      return handle(request.raw, reply.raw);
-    },
-  });
-  app.route({
-    method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
-    url: '/',
-    handler: (request, reply) => {
-      reply.hijack();
-      return handle(request.raw, reply.raw);
-    },
-  });
+  // Every path and method goes to the chain; routing there decides (fastify's router would only duplicate it).
+  for (const url of ['/', '/*']) {
+    app.route({
+      method: ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS'],
+      url,
+      handler: (request, reply) => {
+        reply.hijack();
+        return handle(request.raw, reply.raw);
+      },
+    });
+  }
 
   // HTTP/1.1 upgrades (exec, attach, port-forward over WebSocket or SPDY) take the same chain up to routing,
   // then become a raw tunnel to the control plane.

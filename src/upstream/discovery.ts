@@ -5,7 +5,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { gunzipSync } from 'node:zlib';
-import { goJson, StatusError } from '../api/status.js';
+import { goJson, newResourceNotFound, StatusError } from '../api/status.js';
 import type { UserInfo } from '../api/user.js';
 import type { Request, Response } from '../server/context.js';
 import type { Upstream } from './client.js';
@@ -64,22 +64,7 @@ export function exposedResources(list: Array<{ group: string; resources: string[
 // ---------------------------------------------------------------------------------------------------------------
 // Not found, as kube-apiserver says it.
 
-/**
- * A resource the server does not have in a group/version it serves: go-restful's 404, which kube-apiserver
- * turns into this Status (NewGenericServerResponse with an empty resource: `details` present but empty).
- */
-export function newResourceNotFound(): StatusError {
-  return new StatusError({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: 'the server could not find the requested resource',
-    reason: 'NotFound',
-    details: {},
-    code: 404,
-  });
-}
+export { newResourceNotFound };
 
 /** A path no handler serves (an API group that does not exist): Go's http.NotFound, plain text. */
 export function writePageNotFound(res: Response, auditID: string): void {

@@ -14,13 +14,13 @@ import {
   newMethodNotSupported,
   newNotAcceptable,
   newNotFound,
+  newResourceNotFound,
   newRequestEntityTooLarge,
   newUnauthorized,
   newUnsupportedMediaType,
   newForbiddenAttributes,
   statusBody,
   toStatus,
-  StatusError,
   type Status,
 } from '../../src/api/status.js';
 import { parseAcceptForTable, partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../../src/api/table.js';
@@ -28,13 +28,13 @@ import type { Attributes, UserInfo } from '../../src/api/user.js';
 import { listPage, writeList, type ListTarget, type ResponseForm } from '../../src/cache/list.js';
 import type { StoredObject } from '../../src/cache/store.js';
 import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from '../../src/cache/watch.js';
+import { authorizeImpersonation, impersonationHeadersOf, requestedImpersonation } from '../../src/authn/impersonation.js';
 import { newRequestInfo, type RequestInfo } from '../../src/request/requestinfo.js';
 import { authApiResources, handleAuthApi } from './authapis.js';
 import { authenticate } from './authn.js';
 import type { SimCluster } from './cluster.js';
 import { aggregatedDiscovery, aggregatedVersion, apiGroupDoc, apiGroupList, apiResourceList, apiVersions, AGGREGATED_V2, AGGREGATED_V2BETA1 } from './discovery.js';
 import { handleExecUpgrade } from './exec.js';
-import { impersonate } from './impersonation.js';
 import { serveOpenAPIV2, serveOpenAPIV3 } from './openapi.js';
 import { servePodLog } from './podlog.js';
 import { decodeProtobufObject } from './protobuf.js';
@@ -86,12 +86,10 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
     },
   );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    try {
-      upgrade(ctx, req, socket, head);
-    } catch (e) {
+    upgrade(ctx, req, socket, head).catch((e) => {
       const s = toStatus(e);
       socket.end(`HTTP/1.1 ${s.code} ${s.reason}\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n${statusBody(s)}`);
-    }
+    });
   });
   const sockets = new Set<Socket>();
   server.on('secureConnection', (s) => {
@@ -129,11 +127,14 @@ interface Ctx extends SimServerOptions {
 
 // ---- the chain ----
 
-function identify(ctx: Ctx, req: IncomingMessage): UserInfo {
+/** The caller, and the identity it impersonates if RBAC lets it (the gateway's implementation of the filter). */
+async function identify(ctx: Ctx, req: IncomingMessage): Promise<UserInfo> {
   const user = authenticate(req, { tokens: ctx.tokens, allowAnonymous: ctx.allowAnonymous });
   if (!user) throw newUnauthorized();
-  const authorize = (a: Attributes) => rbacAuthorize(ctx.cluster, a);
-  return impersonate(req.headers, user, authorize) ?? user;
+  const headers = impersonationHeadersOf(req);
+  const wanted = headers ? requestedImpersonation(headers) : null;
+  if (!wanted) return user;
+  return authorizeImpersonation(user, wanted, async (a) => rbacAuthorize(ctx.cluster, a));
 }
 
 function attributesOf(user: UserInfo, info: RequestInfo): Attributes {
@@ -161,7 +162,7 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
   res.setHeader('Audit-Id', typeof req.headers['audit-id'] === 'string' ? req.headers['audit-id'] : randomUUID());
   const url = new URL(req.url ?? '/', 'https://sim');
   const info = newRequestInfo(req.method ?? 'GET', url.pathname, url.searchParams);
-  const user = identify(ctx, req);
+  const user = await identify(ctx, req);
   authorizeRequest(ctx, user, info);
   if (!info.isResourceRequest) return nonResource(ctx, req, res, url);
 
@@ -176,13 +177,13 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
     // An unknown group/version never reaches an API handler: the mux's plain-text 404.
     const served = ctx.cluster.servesGroupVersion(info.apiGroup, info.apiVersion) || authApiResources().some((x) => x.group === info.apiGroup && x.version === info.apiVersion);
     if (!served) return pageNotFound(res);
-    throw notFoundResource();
+    throw newResourceNotFound();
   }
   // Cluster-scoped resources have no namespaced paths; namespaced ones are reachable across namespaces only
   // for list, watch and deletecollection.
   // (RequestInfo names a namespace's own namespace after itself, as the apiserver does.)
-  if (!r.namespaced && info.namespace && !(r.group === '' && r.resource === 'namespaces')) throw notFoundResource();
-  if (r.namespaced && !info.namespace && (info.name || info.verb === 'create')) throw notFoundResource();
+  if (!r.namespaced && info.namespace && !(r.group === '' && r.resource === 'namespaces')) throw newResourceNotFound();
+  if (r.namespaced && !info.namespace && (info.name || info.verb === 'create')) throw newResourceNotFound();
   if (info.subresource) return subresource(ctx, req, res, r, info, url, body);
 
   const q = url.searchParams;
@@ -240,18 +241,6 @@ async function handle(ctx: Ctx, req: IncomingMessage, res: ServerResponse): Prom
   }
 }
 
-function notFoundResource(): StatusError {
-  return new StatusError({
-    kind: 'Status',
-    apiVersion: 'v1',
-    metadata: {},
-    status: 'Failure',
-    message: 'the server could not find the requested resource',
-    reason: 'NotFound',
-    details: {},
-    code: 404,
-  });
-}
 
 function listTarget(r: SimResource, namespace: string): ListTarget {
   return { desc: r, printer: r.printer, namespace };
@@ -268,7 +257,7 @@ function getOr404(ctx: Ctx, r: SimResource, info: RequestInfo): StoredObject {
 
 async function subresource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, r: SimResource, info: RequestInfo, url: URL, body?: Buffer): Promise<void> {
   const sub = r.subresources?.find((s) => s.name === info.subresource);
-  if (!sub) throw notFoundResource();
+  if (!sub) throw newResourceNotFound();
   const q = url.searchParams;
   const dryRun = q.getAll('dryRun').includes('All');
   const isPods = r.group === '' && r.resource === 'pods';
@@ -362,14 +351,14 @@ function setPath(o: any, path: string[], v: unknown): void {
   x[path[path.length - 1]] = v;
 }
 
-function upgrade(ctx: Ctx, req: IncomingMessage, socket: Duplex, head: Buffer): void {
+async function upgrade(ctx: Ctx, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
   const url = new URL(req.url ?? '/', 'https://sim');
   const info = newRequestInfo(req.method ?? 'GET', url.pathname, url.searchParams);
-  const user = identify(ctx, req);
+  const user = await identify(ctx, req);
   authorizeRequest(ctx, user, info);
   const r = ctx.cluster.resource(info.apiGroup, info.apiVersion, info.resource);
   if (!r || r.group !== '' || r.resource !== 'pods' || (info.subresource !== 'exec' && info.subresource !== 'attach')) {
-    throw notFoundResource();
+    throw newResourceNotFound();
   }
   const pod = getOr404(ctx, r, info);
   handleExecUpgrade(req, socket, head, pod.obj, url.searchParams, info.subresource);

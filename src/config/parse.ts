@@ -26,10 +26,14 @@ import {
 import { checkCertificates, checkJWKS, checkKubeconfig, checkServingKeyPair, readText } from './files.js';
 import {
   ALWAYS_EXPOSED,
+  CACHE_MODES,
   DEFAULTS,
   LOG_LEVELS,
   TLS_VERSIONS,
   type AuthenticationConfig,
+  type CacheConfig,
+  type CacheMode,
+  type StaticMemberConfig,
   type Config,
   type ControlPlaneConfig,
   type ExposedResources,
@@ -96,13 +100,13 @@ export function parseConfig(yamlText: string, source: string, opts: ParseOptions
   const controlPlane = readControlPlane(w, top['controlPlane'], files);
   const authentication = readAuthentication(w, top['authentication'], server.tls.clientCAFile, files);
   const resources = { exposed: readExposed(w, top['resources']) };
-  mapping(w, 'cache', top['cache'], []);
+  const cache = readCache(w, top['cache'], files);
   mapping(w, 'metrics', top['metrics'], []);
   const logging = mapping(w, 'logging', top['logging'], ['level']) ?? {};
   const level = opt(w, logging, 'logging', 'level', oneOf(LOG_LEVELS), DEFAULTS.logLevel);
 
   if (w.errors.length > 0) throw new ConfigError(source, w.errors);
-  return { server, controlPlane, authentication, resources, cache: {}, logging: { level }, metrics: {} };
+  return { server, controlPlane, authentication, resources, cache, logging: { level }, metrics: {} };
 }
 
 function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
@@ -140,6 +144,60 @@ function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
 const bindAddress: Reader<string> = (w, path, v) => {
   if (typeof v === 'string' && (isIP(v) !== 0 || isHostName(v))) return v;
   problem(w, path, `${show(v)} is not an IP address or host name to listen on`);
+  return undefined;
+};
+
+function readCache(w: Walk, v: unknown, files: boolean): CacheConfig {
+  const path = 'cache';
+  const c = mapping(w, path, v, ['mode', 'members', 'karmada', 'qps', 'burst', 'windowSize', 'dropManagedFields', 'facade']) ?? {};
+  const mode = opt(w, c, path, 'mode', oneOf(CACHE_MODES), 'all' as CacheMode);
+  const members: StaticMemberConfig[] = [];
+  const mPath = child(path, 'members');
+  const list = c['members'];
+  if (list !== undefined && list !== null && !Array.isArray(list)) problem(w, mPath, `${show(list)} is not a list of members (each a mapping with name and kubeconfig)`);
+  else if (Array.isArray(list)) {
+    const seen = new Set<string>();
+    list.forEach((entry, i) => {
+      const p = item(mPath, i);
+      const m = mapping(w, p, entry, ['name', 'kubeconfig', 'context']);
+      if (!m) return;
+      const name = req(w, m, p, 'name', memberName, 'the member cluster\'s name (a DNS label)');
+      if (name !== undefined) {
+        if (seen.has(name)) problem(w, child(p, 'name'), `${show(name)} is already the name of another member; names must be unique`);
+        seen.add(name);
+      }
+      const kubeconfig = req(w, m, p, 'kubeconfig', filePath, 'a path to a kubeconfig for the member');
+      const context = opt(w, m, p, 'context', text({ empty: true }), '');
+      if (files && kubeconfig) checkKubeconfig(w, child(p, 'kubeconfig'), kubeconfig, child(p, 'context'), context);
+      if (name !== undefined && kubeconfig !== undefined) members.push({ name, kubeconfig, context });
+    });
+  }
+  const karmada = mapping(w, child(path, 'karmada'), c['karmada'], ['enabled']) ?? {};
+  let facade: CacheConfig['facade'];
+  const fPath = child(path, 'facade');
+  if (c['facade'] !== undefined && c['facade'] !== null) {
+    const f = mapping(w, fPath, c['facade'], ['kubeconfig', 'context']) ?? {};
+    const kubeconfig = req(w, f, fPath, 'kubeconfig', filePath, 'a path to the kubeconfig of the cache service');
+    const context = opt(w, f, fPath, 'context', text({ empty: true }), '');
+    if (files && kubeconfig) checkKubeconfig(w, child(fPath, 'kubeconfig'), kubeconfig, child(fPath, 'context'), context);
+    if (kubeconfig) facade = { kubeconfig, context };
+  }
+  if (mode === 'facade' && !facade) problem(w, fPath, 'missing; mode facade needs facade.kubeconfig (how to reach the cache service)');
+  return {
+    mode,
+    members,
+    karmada: { enabled: opt(w, karmada, child(path, 'karmada'), 'enabled', bool, true) },
+    qps: opt(w, c, path, 'qps', int(1, 100_000, 'a whole number of requests per second (1-100000)'), DEFAULTS.memberQPS),
+    burst: opt(w, c, path, 'burst', int(1, 100_000, 'a whole number of requests (1-100000)'), DEFAULTS.memberBurst),
+    windowSize: opt(w, c, path, 'windowSize', int(100, 10_000_000, 'a whole number of events (100-10000000)'), DEFAULTS.cacheWindowSize),
+    dropManagedFields: opt(w, c, path, 'dropManagedFields', bool, true),
+    ...(facade ? { facade } : {}),
+  };
+}
+
+const memberName: Reader<string> = (w, path, v) => {
+  if (typeof v === 'string' && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v) && v.length <= 63) return v;
+  problem(w, path, `${show(v)} is not a member name (a DNS label: lower-case letters, digits and '-', at most 63)`);
   return undefined;
 };
 

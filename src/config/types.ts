@@ -82,7 +82,37 @@ export interface ExposedResources {
 }
 
 /** Issue 4 adds the cache's options; until then the section must be empty. */
-export type CacheConfig = Record<string, never>;
+export type CacheMode = 'all' | 'cache' | 'facade';
+
+export interface StaticMemberConfig {
+  name: string;
+  kubeconfig: string;
+  /** "" means the kubeconfig's current-context. */
+  context: string;
+}
+
+export interface CacheConfig {
+  /**
+   * all: one process serves everything (default). cache: serve only the member cache (pods, events,
+   * /clusters/...), behind facades. facade: forward pod and event reads to the cache service (facade.kubeconfig).
+   */
+  mode: CacheMode;
+  /** Members given in the file: a kubeconfig (and context) each. */
+  members: StaticMemberConfig[];
+  /** Discover members from Karmada Cluster objects on the control plane, at run time. */
+  karmada: { enabled: boolean };
+  /** The gateway's own traffic to each member: requests per second and burst. */
+  qps: number;
+  burst: number;
+  /** Events kept per resource for watches that resume and consistent list pages. */
+  windowSize: number;
+  /** Drop metadata.managedFields from cached objects (they are large and kubectl hides them). */
+  dropManagedFields: boolean;
+  /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */
+  facade?: { kubeconfig: string; context: string };
+}
+
+export const CACHE_MODES: readonly CacheMode[] = ['all', 'cache', 'facade'];
 
 export interface LoggingConfig {
   level: LogLevel;
@@ -112,4 +142,8 @@ export const DEFAULTS = {
   usernameClaim: 'sub',
   groupsClaim: 'groups',
   logLevel: 'info' as LogLevel,
+  // Karmada's karmada-search defaults (--cluster-api-qps 40, --cluster-api-burst 60).
+  memberQPS: 40,
+  memberBurst: 60,
+  cacheWindowSize: 100_000,
 } as const;

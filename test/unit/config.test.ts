@@ -51,7 +51,7 @@ describe('config defaults', () => {
           { group: 'events.k8s.io', resources: ['events'] },
         ],
       },
-      cache: {},
+      cache: { mode: 'all', members: [], karmada: { enabled: true }, qps: 40, burst: 60, windowSize: 100_000, dropManagedFields: true },
       logging: { level: 'info' },
       metrics: {},
     } satisfies Config);
@@ -63,7 +63,8 @@ describe('config defaults', () => {
 
   it('accepts empty sections written as a bare key', () => {
     const c = parse(`${MINIMAL}cache:\nmetrics:\nlogging:\nresources:\nauthentication:\n`);
-    expect(c.cache).toEqual({});
+    expect(c.cache.mode).toBe('all');
+    expect(c.cache.members).toEqual([]);
     expect(c.logging.level).toBe('info');
     expect(c.authentication.x509.enabled).toBe(true);
   });
@@ -144,11 +145,20 @@ extra: true
   });
 
   it('rejects unknown fields in the sections that take none yet', () => {
-    expect(errorsOf(`${MINIMAL}cache: { size: 10 }\nmetrics: { path: /m }`)).toEqual([
-      'config: cache.size: unknown field; this section takes no fields yet',
-      'config: metrics.path: unknown field; this section takes no fields yet',
+    expect(errorsOf(`${MINIMAL}metrics: { path: /m }`)).toEqual(['config: metrics.path: unknown field; this section takes no fields yet']);
+    expect(errorsOf(`${MINIMAL}cache: [1]`)).toEqual(['config: cache: a list is not a mapping (fields: mode, members, karmada, qps, burst, windowSize, dropManagedFields, facade)']);
+  });
+
+  it('checks the cache section', () => {
+    expect(
+      errorsOf(`${MINIMAL}cache:\n  mode: fast\n  qps: 0\n  members:\n    - name: Member_A\n      kubeconfig: /k\n    - {kubeconfig: /k}\n`),
+    ).toEqual([
+      'config: cache.mode: "fast" is not one of all, cache, facade',
+      'config: cache.members[0].name: "Member_A" is not a member name (a DNS label: lower-case letters, digits and \'-\', at most 63)',
+      "config: cache.members[1].name: missing; the member cluster's name (a DNS label) is required",
+      'config: cache.qps: 0 is not a whole number of requests per second (1-100000)',
     ]);
-    expect(errorsOf(`${MINIMAL}cache: [1]`)).toEqual(['config: cache: a list is not a mapping']);
+    expect(errorsOf(`${MINIMAL}cache: { mode: facade }`)).toEqual(['config: cache.facade: missing; mode facade needs facade.kubeconfig (how to reach the cache service)']);
   });
 
   it('requires the serving certificate and the control plane', () => {

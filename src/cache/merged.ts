@@ -1,0 +1,269 @@
+// The merged cache: the pods and events of every member cluster in one set of Stores, as if one cluster held
+// them all. Each object carries its cluster as the label fleetgate.io/cluster and is keyed
+// "namespace/name\0cluster", so the same name can exist once per member and lists still come in namespace/name
+// order. All objects share one resourceVersion space issued here, starting at a random base per process: a
+// resourceVersion or continue token from another replica or an earlier process falls outside
+// [base, current] and is answered with 410, never with a silently wrong stream. The member's own
+// resourceVersion is remembered per object so writes can be translated back.
+
+import { randomBytes } from 'node:crypto';
+import { coreToEventsV1 } from '../api/eventconv.js';
+import { eventFields, podFields } from '../api/fields.js';
+import type { KubeObject } from '../api/meta.js';
+import { goQuote, StatusError } from '../api/status.js';
+import { Store, type RvClock, type StoredObject } from './store.js';
+
+export const CLUSTER_LABEL = 'fleetgate.io/cluster';
+
+export type CachedResource = 'pods' | 'events';
+
+export interface MergedCacheOptions {
+  /** Identifies this process in continue tokens; another instance's tokens get 410. */
+  instanceID: string;
+  /** Events kept per store for resuming watches and paging lists at older versions. */
+  windowSize: number;
+  dropManagedFields: boolean;
+  /** The first resourceVersion; random when absent (tests pin it to play another replica or process). */
+  rvBase?: number;
+}
+
+/** The member a cached object belongs to, and the member's own resourceVersion for it. */
+export interface Owner {
+  cluster: string;
+  stored: StoredObject;
+  memberRV: string;
+}
+
+/**
+ * What a member's reflector feeds (the contract of src/cache/reflector.ts). Objects handed over become the
+ * cache's: the caller must not use them afterwards.
+ */
+export interface ReflectorSink {
+  /** After a (re)list: the complete set of the member's objects; the sink emits the difference. */
+  replace(objects: KubeObject[], listRV: string): void;
+  apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): void;
+  /** A bookmark: progress without a change. */
+  progress?(rv: string): void;
+}
+
+/** One member's share of the cache: its keys with the member's resourceVersion of each. */
+interface MemberState {
+  removed: boolean;
+  memberRVs: Record<CachedResource, Map<string, string>>;
+  /** The member's resourceVersion last seen per resource (objects, lists and bookmarks). */
+  lastSeen: Record<CachedResource, string>;
+}
+
+// Random bases span 2^51 so two processes' ranges practically never overlap; the 2^52 left below
+// Number.MAX_SAFE_INTEGER is room for ~4.5e15 changes.
+const BASE_MIN = 2 ** 40;
+const BASE_SPAN = 2n ** 51n;
+
+export function randomRVBase(): number {
+  return BASE_MIN + Number(randomBytes(8).readBigUInt64BE() % BASE_SPAN);
+}
+
+export class MergedCache {
+  readonly clock: RvClock;
+  readonly rvBase: number;
+  readonly instanceID: string;
+  readonly pods: Store;
+  readonly events: Store;
+  /** events.k8s.io/v1 views of `events`, under the same keys and resourceVersions. */
+  readonly eventsV1: Store;
+  private readonly dropManagedFields: boolean;
+  private readonly members = new Map<string, MemberState>();
+
+  constructor(opts: MergedCacheOptions) {
+    this.instanceID = opts.instanceID;
+    this.rvBase = opts.rvBase ?? randomRVBase();
+    let rv = this.rvBase;
+    this.clock = { current: () => rv, next: () => ++rv };
+    this.dropManagedFields = opts.dropManagedFields;
+    const common = { clock: this.clock, windowSize: opts.windowSize, keyOf: mergedKeyOf };
+    this.pods = new Store({ ...common, fieldsOf: podFields });
+    this.events = new Store({ ...common, fieldsOf: eventFields });
+    this.eventsV1 = new Store({ ...common, fieldsOf: eventFields });
+  }
+
+  /** The sink a member's reflector for `resource` writes to. A sink of a removed member ignores everything. */
+  sink(cluster: string, resource: CachedResource): ReflectorSink {
+    const state = this.memberState(cluster);
+    const memberRVs = state.memberRVs[resource];
+    return {
+      replace: (objects, listRV) => {
+        if (state.removed) return;
+        const seen = new Set<string>();
+        for (const obj of objects) {
+          const key = this.upsert(cluster, resource, memberRVs, obj);
+          if (key !== undefined) seen.add(key);
+        }
+        for (const key of memberRVs.keys()) {
+          if (!seen.has(key)) this.removeKey(resource, memberRVs, key);
+        }
+        state.lastSeen[resource] = listRV;
+      },
+      apply: (type, obj) => {
+        if (state.removed) return;
+        const memberRV = obj?.metadata?.resourceVersion;
+        if (type === 'DELETED') {
+          const key = keyOfMember(obj, cluster);
+          if (key !== undefined) this.removeKey(resource, memberRVs, key);
+        } else {
+          this.upsert(cluster, resource, memberRVs, obj);
+        }
+        if (memberRV) state.lastSeen[resource] = memberRV;
+      },
+      progress: (rv) => {
+        if (!state.removed) state.lastSeen[resource] = rv;
+      },
+    };
+  }
+
+  /** Deletes every object of the member (open watches see DELETED for each) and forgets it. */
+  removeCluster(cluster: string): void {
+    const state = this.members.get(cluster);
+    if (!state) return;
+    state.removed = true;
+    this.members.delete(cluster);
+    for (const resource of ['pods', 'events'] as const) {
+      const memberRVs = state.memberRVs[resource];
+      for (const key of memberRVs.keys()) this.removeKey(resource, memberRVs, key);
+    }
+  }
+
+  /** Members with a sink or objects in the cache. */
+  clusters(): string[] {
+    return [...this.members.keys()];
+  }
+
+  /** Objects cached from the member, per resource (for /readyz?verbose and metrics). */
+  objectCounts(cluster: string): Record<CachedResource, number> {
+    const state = this.members.get(cluster);
+    return { pods: state?.memberRVs.pods.size ?? 0, events: state?.memberRVs.events.size ?? 0 };
+  }
+
+  /** The member's resourceVersion last seen for the resource, '' before the first list. */
+  lastMemberRV(cluster: string, resource: CachedResource): string {
+    return this.members.get(cluster)?.lastSeen[resource] ?? '';
+  }
+
+  storeOf(resource: CachedResource): Store {
+    return resource === 'pods' ? this.pods : this.events;
+  }
+
+  /** Every member's object named namespace/name, in cluster order. */
+  owners(resource: CachedResource, namespace: string, name: string): Owner[] {
+    const prefix = `${namespace}/${name}\u0000`;
+    const out: Owner[] = [];
+    for (const stored of this.storeOf(resource).snapshot().iterate(prefix, prefix)) {
+      const cluster = stored.key.slice(prefix.length);
+      const memberRV = this.members.get(cluster)?.memberRVs[resource].get(stored.key) ?? '';
+      out.push({ cluster, stored, memberRV });
+    }
+    return out;
+  }
+
+  /**
+   * The member's resourceVersion for a gateway resourceVersion a client sent with a write; undefined when the
+   * client's version is not the cached current one (stale: the write gets 409 Conflict as upstream would say).
+   */
+  toMemberRV(resource: CachedResource, namespace: string, name: string, cluster: string, gatewayRV: string): string | undefined {
+    const key = memberKey(namespace, name, cluster);
+    const stored = this.storeOf(resource).get(key);
+    if (!stored || String(stored.rv) !== gatewayRV) return undefined;
+    return this.members.get(cluster)?.memberRVs[resource].get(key);
+  }
+
+  /** The gateway resourceVersion of a member's object version, when the cache holds exactly that version. */
+  toGatewayRV(resource: CachedResource, namespace: string, name: string, cluster: string, memberRV: string): string | undefined {
+    const key = memberKey(namespace, name, cluster);
+    if (this.members.get(cluster)?.memberRVs[resource].get(key) !== memberRV) return undefined;
+    const stored = this.storeOf(resource).get(key);
+    return stored ? String(stored.rv) : undefined;
+  }
+
+  /** Whether this process issued rv ("" and "0" are not versions and are not ours). */
+  isOurRV(rv: string): boolean {
+    if (rv.length === 0 || rv.length > 16 || !DIGITS.test(rv)) return false;
+    const n = Number(rv);
+    return n >= this.rvBase && n <= this.clock.current();
+  }
+
+  private memberState(cluster: string): MemberState {
+    let state = this.members.get(cluster);
+    if (!state) {
+      state = { removed: false, memberRVs: { pods: new Map(), events: new Map() }, lastSeen: { pods: '', events: '' } };
+      this.members.set(cluster, state);
+    }
+    return state;
+  }
+
+  /** Stores the member's object unless the cache already has that version; returns its key. */
+  private upsert(cluster: string, resource: CachedResource, memberRVs: Map<string, string>, obj: KubeObject): string | undefined {
+    const key = keyOfMember(obj, cluster);
+    if (key === undefined) return undefined;
+    const meta = obj.metadata;
+    const memberRV = meta.resourceVersion ?? '';
+    if (memberRV !== '' && memberRVs.get(key) === memberRV) return key;
+    // Assigning undefined (JSON drops it) keeps the object's shape, unlike delete.
+    if (this.dropManagedFields && meta.managedFields !== undefined) meta.managedFields = undefined;
+    if (meta.labels) meta.labels[CLUSTER_LABEL] = cluster;
+    else meta.labels = { [CLUSTER_LABEL]: cluster };
+    if (resource === 'pods') {
+      this.pods.put(obj);
+    } else {
+      const stored = this.events.put(obj);
+      // The v1 view shares metadata (same resourceVersion) and is serialized on its own.
+      this.eventsV1.put(coreToEventsV1(obj), stored.rv);
+    }
+    memberRVs.set(key, memberRV);
+    return key;
+  }
+
+  private removeKey(resource: CachedResource, memberRVs: Map<string, string>, key: string): void {
+    memberRVs.delete(key);
+    if (resource === 'pods') {
+      this.pods.remove(key);
+    } else {
+      const last = this.events.remove(key);
+      if (last) this.eventsV1.remove(key, last.rv);
+    }
+  }
+}
+
+const DIGITS = /^[0-9]+$/;
+
+export function memberKey(namespace: string, name: string, cluster: string): string {
+  return `${namespace}/${name}\u0000${cluster}`;
+}
+
+function mergedKeyOf(obj: KubeObject, namespace: string, name: string): string {
+  return memberKey(namespace, name, obj.metadata.labels?.[CLUSTER_LABEL] ?? '');
+}
+
+function keyOfMember(obj: KubeObject, cluster: string): string | undefined {
+  const meta = obj?.metadata;
+  if (!meta?.name) return undefined;
+  return memberKey(meta.namespace ?? '', meta.name, cluster);
+}
+
+/** The member cluster of a served object. */
+export function clusterOf(obj: { metadata?: { labels?: Record<string, string> } }): string {
+  return obj?.metadata?.labels?.[CLUSTER_LABEL] ?? '';
+}
+
+/**
+ * 409 for a name that several member clusters hold: the request cannot tell which one is meant. Names the
+ * clusters and both ways to pick one. Writes (src/members/route.ts) answer the same.
+ */
+export function newAmbiguousError(gr: { group: string; resource: string }, name: string, clusters: readonly string[]): StatusError {
+  const what = gr.group ? `${gr.resource}.${gr.group}` : gr.resource;
+  const message =
+    `${what} ${goQuote(name)} is ambiguous: it exists in member clusters ${clusters.join(', ')}; ` +
+    `select one with the label selector ${CLUSTER_LABEL}=<cluster> (e.g. -l ${CLUSTER_LABEL}=${clusters[0]} ` +
+    `--field-selector metadata.name=${name}) or address it through /clusters/<cluster>/`;
+  const details: Record<string, string> = { name, kind: gr.resource };
+  if (gr.group) details.group = gr.group;
+  return new StatusError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason: 'Conflict', details, code: 409 });
+}

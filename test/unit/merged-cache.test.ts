@@ -1,0 +1,242 @@
+import { describe, expect, it } from 'vitest';
+import { fleetReadAuthorizer } from '../../src/authz/cachedreads.js';
+import { CLUSTER_LABEL, MergedCache, newAmbiguousError } from '../../src/cache/merged.js';
+import type { StoreEvent } from '../../src/cache/store.js';
+import { newRequestInfo } from '../../src/request/requestinfo.js';
+import type { RequestContext } from '../../src/server/context.js';
+
+const BASE = 1_000_000;
+
+function newCache(base = BASE) {
+  return new MergedCache({ instanceID: 'test', windowSize: 100, dropManagedFields: true, rvBase: base });
+}
+
+function pod(ns: string, name: string, rv: string, extra: Record<string, any> = {}): any {
+  return {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { namespace: ns, name, resourceVersion: rv, labels: { app: name }, managedFields: [{ manager: 'kubectl' }] },
+    spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'x' }] },
+    ...extra,
+  };
+}
+
+function event(ns: string, name: string, rv: string): any {
+  return {
+    apiVersion: 'v1',
+    kind: 'Event',
+    metadata: { namespace: ns, name, resourceVersion: rv },
+    involvedObject: { kind: 'Pod', namespace: ns, name: 'web' },
+    reason: 'Started',
+    message: 'Started container',
+    type: 'Normal',
+    count: 1,
+    source: { component: 'kubelet', host: 'node-1' },
+  };
+}
+
+function record(cache: MergedCache, which: 'pods' | 'events' | 'eventsV1' = 'pods') {
+  const seen: StoreEvent[] = [];
+  cache[which].subscribe((ev) => seen.push(ev));
+  return {
+    seen,
+    summary: () => seen.map((e) => `${e.type} ${e.object.key.replace('\u0000', '@')} ${e.rv}`),
+  };
+}
+
+describe('MergedCache ingest', () => {
+  it('labels objects with their cluster, drops managedFields and issues gateway resourceVersions', () => {
+    const cache = newCache();
+    cache.sink('member-a', 'pods').replace([pod('ns', 'web', '17')], '20');
+    const [o] = cache.owners('pods', 'ns', 'web');
+    expect(o.cluster).toBe('member-a');
+    expect(o.memberRV).toBe('17');
+    expect(o.stored.rv).toBe(BASE + 1);
+    const served = JSON.parse(o.stored.json);
+    expect(served.metadata.resourceVersion).toBe(String(BASE + 1));
+    expect(served.metadata.labels).toEqual({ app: 'web', [CLUSTER_LABEL]: 'member-a' });
+    expect(served.metadata).not.toHaveProperty('managedFields');
+    expect(o.stored.fields['spec.nodeName']).toBe('node-1');
+    expect(cache.lastMemberRV('member-a', 'pods')).toBe('20');
+  });
+
+  it('keeps managedFields when asked to', () => {
+    const cache = new MergedCache({ instanceID: 'x', windowSize: 10, dropManagedFields: false, rvBase: BASE });
+    cache.sink('a', 'pods').apply('ADDED', pod('ns', 'web', '1'));
+    expect(JSON.parse(cache.owners('pods', 'ns', 'web')[0].stored.json).metadata.managedFields).toEqual([{ manager: 'kubectl' }]);
+  });
+
+  it('holds one name once per cluster, listed in namespace/name then cluster order', () => {
+    const cache = newCache();
+    cache.sink('member-b', 'pods').replace([pod('ns', 'web', '5'), pod('ns', 'web-2', '6')], '6');
+    cache.sink('member-a', 'pods').replace([pod('ns', 'web', '9'), pod('a', 'web', '3')], '9');
+    expect([...cache.pods.values()].map((o) => o.key.replace('\u0000', '@'))).toEqual(['a/web@member-a', 'ns/web@member-a', 'ns/web@member-b', 'ns/web-2@member-b']);
+    expect(cache.owners('pods', 'ns', 'web').map((o) => [o.cluster, o.memberRV])).toEqual([['member-a', '9'], ['member-b', '5']]);
+    expect(cache.owners('pods', 'ns', 'we')).toEqual([]);
+    expect(cache.objectCounts('member-a')).toEqual({ pods: 2, events: 0 });
+  });
+
+  it('a relist emits exactly the difference: ADDED, MODIFIED, DELETED, nothing for unchanged objects', () => {
+    const cache = newCache();
+    const sink = cache.sink('m', 'pods');
+    sink.replace([pod('ns', 'keep', '1'), pod('ns', 'change', '2'), pod('ns', 'gone', '3')], '3');
+    const rec = record(cache);
+    sink.replace([pod('ns', 'keep', '1'), pod('ns', 'change', '7'), pod('ns', 'new', '8')], '9');
+    expect(rec.summary()).toEqual([`MODIFIED ns/change@m ${BASE + 4}`, `ADDED ns/new@m ${BASE + 5}`, `DELETED ns/gone@m ${BASE + 6}`]);
+    expect(cache.pods.size).toBe(3);
+  });
+
+  it('watch events: duplicates are ignored, DELETED removes, deletes of unknown objects are no-ops', () => {
+    const cache = newCache();
+    const sink = cache.sink('m', 'pods');
+    const rec = record(cache);
+    sink.apply('ADDED', pod('ns', 'web', '1'));
+    sink.apply('ADDED', pod('ns', 'web', '1'));
+    sink.apply('MODIFIED', pod('ns', 'web', '2'));
+    sink.apply('DELETED', pod('ns', 'web', '3'));
+    sink.apply('DELETED', pod('ns', 'other', '4'));
+    sink.progress!('10');
+    expect(rec.summary()).toEqual([`ADDED ns/web@m ${BASE + 1}`, `MODIFIED ns/web@m ${BASE + 2}`, `DELETED ns/web@m ${BASE + 3}`]);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('10');
+    expect(cache.clock.current()).toBe(BASE + 3);
+  });
+
+  it('serves core events as events.k8s.io/v1 under the same keys and resourceVersions', () => {
+    const cache = newCache();
+    const v1 = record(cache, 'eventsV1');
+    const sink = cache.sink('m', 'events');
+    sink.apply('ADDED', event('ns', 'web.1', '4'));
+    const core = cache.events.get('ns/web.1\u0000m')!;
+    const ev1 = cache.eventsV1.get('ns/web.1\u0000m')!;
+    expect(ev1.rv).toBe(core.rv);
+    const obj = JSON.parse(ev1.json);
+    expect(obj).toMatchObject({ apiVersion: 'events.k8s.io/v1', note: 'Started container', regarding: { name: 'web' }, deprecatedCount: 1 });
+    expect(obj.metadata.labels[CLUSTER_LABEL]).toBe('m');
+    expect(ev1.fields['involvedObject.name']).toBe('web');
+    sink.apply('DELETED', event('ns', 'web.1', '5'));
+    expect(v1.summary()).toEqual([`ADDED ns/web.1@m ${BASE + 1}`, `DELETED ns/web.1@m ${BASE + 2}`]);
+    expect(cache.eventsV1.size).toBe(0);
+  });
+
+  it('removing a cluster deletes its objects for open watches and disarms its old sinks', () => {
+    const cache = newCache();
+    const a = cache.sink('a', 'pods');
+    a.replace([pod('ns', 'x', '1'), pod('ns', 'y', '2')], '2');
+    cache.sink('b', 'pods').replace([pod('ns', 'x', '1')], '1');
+    cache.sink('a', 'events').replace([event('ns', 'e', '1')], '1');
+    const rec = record(cache);
+    const v1 = record(cache, 'eventsV1');
+    cache.removeCluster('a');
+    expect(rec.summary().map((s) => s.split(' ').slice(0, 2).join(' '))).toEqual(['DELETED ns/x@a', 'DELETED ns/y@a']);
+    expect(v1.seen.map((e) => e.type)).toEqual(['DELETED']);
+    expect(cache.clusters()).toEqual(['b']);
+    a.apply('ADDED', pod('ns', 'z', '3'));
+    expect(cache.owners('pods', 'ns', 'z')).toEqual([]);
+    // Added again (a Karmada Cluster recreated): a new sink works.
+    cache.sink('a', 'pods').apply('ADDED', pod('ns', 'z', '3'));
+    expect(cache.owners('pods', 'ns', 'z').map((o) => o.cluster)).toEqual(['a']);
+  });
+});
+
+describe('MergedCache resourceVersions', () => {
+  it('translates the current gateway version back to the member version, and nothing else', () => {
+    const cache = newCache();
+    const sink = cache.sink('m', 'pods');
+    sink.apply('ADDED', pod('ns', 'web', '41'));
+    const first = String(cache.owners('pods', 'ns', 'web')[0].stored.rv);
+    expect(cache.toMemberRV('pods', 'ns', 'web', 'm', first)).toBe('41');
+    expect(cache.toGatewayRV('pods', 'ns', 'web', 'm', '41')).toBe(first);
+    sink.apply('MODIFIED', pod('ns', 'web', '42'));
+    expect(cache.toMemberRV('pods', 'ns', 'web', 'm', first)).toBeUndefined();
+    expect(cache.toGatewayRV('pods', 'ns', 'web', 'm', '41')).toBeUndefined();
+    expect(cache.toMemberRV('pods', 'ns', 'web', 'other', first)).toBeUndefined();
+    expect(cache.toMemberRV('pods', 'ns', 'nope', 'm', first)).toBeUndefined();
+  });
+
+  it('recognises only versions it issued', () => {
+    const cache = newCache();
+    cache.sink('m', 'pods').apply('ADDED', pod('ns', 'web', '1'));
+    expect(cache.isOurRV(String(BASE))).toBe(true);
+    expect(cache.isOurRV(String(BASE + 1))).toBe(true);
+    expect(cache.isOurRV(String(BASE + 2))).toBe(false);
+    expect(cache.isOurRV(String(BASE - 1))).toBe(false);
+    for (const junk of ['', '0', 'abc', '-5', '1e9', '99999999999999999999']) expect(cache.isOurRV(junk)).toBe(false);
+  });
+
+  it('two processes start far apart: neither accepts the other one versions', () => {
+    const a = new MergedCache({ instanceID: 'a', windowSize: 10, dropManagedFields: true });
+    const b = new MergedCache({ instanceID: 'b', windowSize: 10, dropManagedFields: true });
+    expect(a.rvBase).not.toBe(b.rvBase);
+    expect(a.rvBase).toBeGreaterThanOrEqual(2 ** 40);
+    expect(a.rvBase).toBeLessThan(2 ** 52);
+    a.sink('m', 'pods').apply('ADDED', pod('ns', 'web', '1'));
+    b.sink('m', 'pods').apply('ADDED', pod('ns', 'web', '1'));
+    expect(a.isOurRV(String(b.clock.current()))).toBe(false);
+    expect(b.isOurRV(String(a.clock.current()))).toBe(false);
+  });
+
+  it('pods and events share one resourceVersion sequence', () => {
+    const cache = newCache();
+    cache.sink('m', 'pods').apply('ADDED', pod('ns', 'p', '1'));
+    cache.sink('m', 'events').apply('ADDED', event('ns', 'e', '1'));
+    cache.sink('m', 'pods').apply('ADDED', pod('ns', 'q', '2'));
+    expect([...cache.pods.values()].map((o) => o.rv)).toEqual([BASE + 1, BASE + 3]);
+    expect([...cache.events.values()].map((o) => o.rv)).toEqual([BASE + 2]);
+  });
+});
+
+describe('ambiguous names', () => {
+  it('answer 409 Conflict naming the clusters and how to pick one', () => {
+    const s = newAmbiguousError({ group: '', resource: 'pods' }, 'web', ['member-a', 'member-b']).status;
+    expect(s.code).toBe(409);
+    expect(s.reason).toBe('Conflict');
+    expect(s.details).toEqual({ name: 'web', kind: 'pods' });
+    expect(s.message).toBe(
+      'pods "web" is ambiguous: it exists in member clusters member-a, member-b; select one with the label selector ' +
+        'fleetgate.io/cluster=<cluster> (e.g. -l fleetgate.io/cluster=member-a --field-selector metadata.name=web) or ' +
+        'address it through /clusters/<cluster>/',
+    );
+    const g = newAmbiguousError({ group: 'events.k8s.io', resource: 'events' }, 'e', ['a', 'b']).status;
+    expect(g.details).toEqual({ name: 'e', group: 'events.k8s.io', kind: 'events' });
+    expect(g.message).toMatch(/^events\.events\.k8s\.io "e" is ambiguous/);
+  });
+});
+
+describe('fleetReadAuthorizer', () => {
+  const ctxFor = (method: string, path: string, username = 'alice'): RequestContext => {
+    const url = new URL(path, 'https://gw');
+    return { url, info: newRequestInfo(method, url.pathname, url.searchParams), user: { username, groups: ['system:authenticated'] } } as RequestContext;
+  };
+
+  it('asks the control plane with the request attributes and allows', async () => {
+    const asked: any[] = [];
+    const authz = fleetReadAuthorizer(async (a) => {
+      asked.push(a);
+      return { allowed: true, reason: '' };
+    });
+    expect(await authz(ctxFor('GET', '/api/v1/namespaces/demo/pods?watch=1'))).toBeUndefined();
+    expect(asked[0]).toMatchObject({ verb: 'watch', namespace: 'demo', apiGroup: '', apiVersion: 'v1', resource: 'pods', subresource: '', name: '' });
+    expect(asked[0].user.username).toBe('alice');
+  });
+
+  it('refuses with kube-apiserver 403 messages', async () => {
+    const deny = fleetReadAuthorizer(async () => ({ allowed: false, reason: '' }));
+    await expect(deny(ctxFor('GET', '/api/v1/pods'))).rejects.toMatchObject({
+      status: { code: 403, reason: 'Forbidden', message: 'pods is forbidden: User "alice" cannot list resource "pods" in API group "" at the cluster scope', details: { kind: 'pods' } },
+    });
+    await expect(deny(ctxFor('GET', '/apis/events.k8s.io/v1/namespaces/x/events/e1'))).rejects.toMatchObject({
+      status: { message: 'events.events.k8s.io "e1" is forbidden: User "alice" cannot get resource "events" in API group "events.k8s.io" in the namespace "x"' },
+    });
+    const why = fleetReadAuthorizer(async () => ({ allowed: false, reason: 'no RBAC policy matched' }));
+    await expect(why(ctxFor('GET', '/api/v1/namespaces/x/pods'))).rejects.toMatchObject({
+      status: { message: 'pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "x": no RBAC policy matched' },
+    });
+  });
+
+  it('a failing review is a 500, as the authorization filter answers', async () => {
+    const broken = fleetReadAuthorizer(async () => {
+      throw new Error('connection refused');
+    });
+    await expect(broken(ctxFor('GET', '/api/v1/pods'))).rejects.toThrow('connection refused');
+  });
+});

@@ -11,7 +11,10 @@ import { coreToEventsV1 } from '../api/eventconv.js';
 import { eventFields, podFields } from '../api/fields.js';
 import type { KubeObject } from '../api/meta.js';
 import { goQuote, StatusError } from '../api/status.js';
+import type { ReflectorSink } from './reflector.js';
 import { Store, type RvClock, type StoredObject } from './store.js';
+
+export type { ReflectorSink };
 
 export const CLUSTER_LABEL = 'fleetgate.io/cluster';
 
@@ -32,18 +35,6 @@ export interface Owner {
   cluster: string;
   stored: StoredObject;
   memberRV: string;
-}
-
-/**
- * What a member's reflector feeds (the contract of src/cache/reflector.ts). Objects handed over become the
- * cache's: the caller must not use them afterwards.
- */
-export interface ReflectorSink {
-  /** After a (re)list: the complete set of the member's objects; the sink emits the difference. */
-  replace(objects: KubeObject[], listRV: string): void;
-  apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): void;
-  /** A bookmark: progress without a change. */
-  progress?(rv: string): void;
 }
 
 /** One member's share of the cache: its keys with the member's resourceVersion of each. */
@@ -86,7 +77,10 @@ export class MergedCache {
     this.eventsV1 = new Store({ ...common, fieldsOf: eventFields });
   }
 
-  /** The sink a member's reflector for `resource` writes to. A sink of a removed member ignores everything. */
+  /**
+   * The sink a member's reflector for `resource` writes to; objects handed to it become the cache's. A sink of a
+   * removed member ignores everything.
+   */
   sink(cluster: string, resource: CachedResource): ReflectorSink {
     const state = this.memberState(cluster);
     const memberRVs = state.memberRVs[resource];
@@ -120,16 +114,34 @@ export class MergedCache {
     };
   }
 
-  /** Deletes every object of the member (open watches see DELETED for each) and forgets it. */
-  removeCluster(cluster: string): void {
+  /**
+   * Deletes every object of the member (open watches see DELETED for each) and forgets it at once: its sinks
+   * go quiet and a new sink starts afresh. Each DELETED is serialized anew, so a big member is removed in
+   * batches that let other requests run in between; the promise resolves when the last one is out.
+   */
+  removeCluster(cluster: string): Promise<void> {
     const state = this.members.get(cluster);
-    if (!state) return;
+    if (!state) return Promise.resolve();
     state.removed = true;
     this.members.delete(cluster);
-    for (const resource of ['pods', 'events'] as const) {
-      const memberRVs = state.memberRVs[resource];
-      for (const key of memberRVs.keys()) this.removeKey(resource, memberRVs, key);
-    }
+    const pending = (['pods', 'events'] as const).map((resource) => ({ resource, keys: state.memberRVs[resource].keys() }));
+    const step = (): boolean => {
+      let n = 0;
+      for (const { resource, keys } of pending) {
+        for (let k = keys.next(); !k.done; k = keys.next()) {
+          // The member may have been added again meanwhile: what its new state holds is no longer ours to delete.
+          if (this.members.get(cluster)?.memberRVs[resource].has(k.value)) continue;
+          this.removeKey(resource, state.memberRVs[resource], k.value);
+          if (++n >= REMOVE_BATCH) return false;
+        }
+      }
+      return true;
+    };
+    if (step()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const next = () => (step() ? resolve() : setImmediate(next));
+      setImmediate(next);
+    });
   }
 
   /** Members with a sink or objects in the cache. */
@@ -233,6 +245,8 @@ export class MergedCache {
 }
 
 const DIGITS = /^[0-9]+$/;
+/** Deletions per turn of the event loop when a member is removed (~100 ms of serialization for big pods). */
+const REMOVE_BATCH = 1000;
 
 export function memberKey(namespace: string, name: string, cluster: string): string {
   return `${namespace}/${name}\u0000${cluster}`;

@@ -118,7 +118,7 @@ describe('MergedCache ingest', () => {
     expect(cache.eventsV1.size).toBe(0);
   });
 
-  it('removing a cluster deletes its objects for open watches and disarms its old sinks', () => {
+  it('removing a cluster deletes its objects for open watches and disarms its old sinks', async () => {
     const cache = newCache();
     const a = cache.sink('a', 'pods');
     a.replace([pod('ns', 'x', '1'), pod('ns', 'y', '2')], '2');
@@ -126,7 +126,7 @@ describe('MergedCache ingest', () => {
     cache.sink('a', 'events').replace([event('ns', 'e', '1')], '1');
     const rec = record(cache);
     const v1 = record(cache, 'eventsV1');
-    cache.removeCluster('a');
+    await cache.removeCluster('a');
     expect(rec.summary().map((s) => s.split(' ').slice(0, 2).join(' '))).toEqual(['DELETED ns/x@a', 'DELETED ns/y@a']);
     expect(v1.seen.map((e) => e.type)).toEqual(['DELETED']);
     expect(cache.clusters()).toEqual(['b']);
@@ -135,6 +135,24 @@ describe('MergedCache ingest', () => {
     // Added again (a Karmada Cluster recreated): a new sink works.
     cache.sink('a', 'pods').apply('ADDED', pod('ns', 'z', '3'));
     expect(cache.owners('pods', 'ns', 'z').map((o) => o.cluster)).toEqual(['a']);
+  });
+});
+
+describe('removing a big member', () => {
+  it('goes in batches that let the event loop run, and spares what the member brings back meanwhile', async () => {
+    const cache = newCache();
+    cache.sink('big', 'pods').replace(Array.from({ length: 2500 }, (_, i) => pod('ns', `p-${String(i).padStart(4, '0')}`, '1')), '1');
+    cache.sink('small', 'pods').replace([pod('ns', 'p-0000', '1')], '1');
+    const rec = record(cache);
+    const done = cache.removeCluster('big');
+    expect(rec.seen.length).toBe(1000);
+    expect(cache.clusters()).toEqual(['small']);
+    // Back before the removal finished (a Cluster object deleted and created again): p-2400 is its again.
+    cache.sink('big', 'pods').apply('ADDED', pod('ns', 'p-2400', '7'));
+    await done;
+    expect(rec.seen.filter((e) => e.type === 'DELETED')).toHaveLength(2499);
+    expect([...cache.pods.values()].map((o) => o.key.replace('\u0000', '@'))).toEqual(['ns/p-0000@small', 'ns/p-2400@big']);
+    expect(cache.owners('pods', 'ns', 'p-2400')[0].memberRV).toBe('7');
   });
 });
 

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { upstreamFromEndpoint, type Upstream } from '../upstream/client.js';
 import type { MemberSpec } from './member.js';
+import type { MemberRegistry } from './registry.js';
 
 export interface MemberConnection {
   spec: MemberSpec;
@@ -19,16 +20,13 @@ export interface MemberConnections {
   get(name: string): MemberConnection | undefined;
   /** Known members, sorted. */
   names(): string[];
-  /** Why a known member has no connection (its endpoint cannot be used), else undefined. */
+  /** Why a known member has no connection (its endpoint cannot be used, the registry cannot describe it), else undefined. */
   problem(name: string): string | undefined;
   close(): Promise<void>;
 }
 
-/** What connections need of a member registry (src/members/registry.ts MemberRegistry has it). */
-export interface MemberSource {
-  list(): MemberSpec[];
-  subscribe(l: (ev: { type: 'added' | 'changed' | 'removed'; spec: MemberSpec }) => void): () => void;
-}
+/** What connections need of a member registry; problems() (members it knows but cannot use) when it has them. */
+export type MemberSource = Pick<MemberRegistry, 'list' | 'subscribe'> & Partial<Pick<MemberRegistry, 'problems'>>;
 
 interface Entry {
   spec: MemberSpec;
@@ -91,7 +89,7 @@ export function memberConnections(source: MemberSource, opts: { log: Logger }): 
   return {
     get: (name) => entries.get(name)?.conn,
     names: () => [...entries.keys()].sort(),
-    problem: (name) => entries.get(name)?.problem,
+    problem: (name) => entries.get(name)?.problem ?? source.problems?.().find((p) => p.name === name)?.error,
     async close() {
       closed = true;
       unsubscribe();

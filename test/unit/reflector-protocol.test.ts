@@ -1,0 +1,308 @@
+// The reflector's requests and its reactions to each answer, against a scripted server: paged lists, the watch
+// parameters client-go sends, resuming from the last version, 410 on a continue page and in a watch, 429 with
+// Retry-After, "Too large resource version", streaming lists and their fallback, gzip, a failing sink, and stop.
+
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
+import { pino } from 'pino';
+import { afterEach, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/api/meta.js';
+import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
+import { startReflector, watchTimeoutSeconds, type Reflector, type ReflectorSink } from '../../src/cache/reflector.js';
+import { upstreamFromEndpoint, type Upstream } from '../../src/upstream/client.js';
+
+const log = pino({ level: 'silent' });
+
+type Step = (req: IncomingMessage, res: ServerResponse, q: URLSearchParams) => void;
+
+/** Answers requests with the scripted steps in order; requests beyond the script hang like a quiet watch. */
+async function scripted(steps: Step[]) {
+  const requests: URLSearchParams[] = [];
+  const headers: IncomingMessage['headers'][] = [];
+  const open = new Set<ServerResponse>();
+  const server: Server = createServer((req, res) => {
+    const q = new URL(req.url!, 'http://x').searchParams;
+    requests.push(q);
+    headers.push(req.headers);
+    const step = steps.shift();
+    if (step) step(req, res, q);
+    else {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      res.flushHeaders();
+      open.add(res);
+    }
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  return {
+    url,
+    requests,
+    headers,
+    steps,
+    async close() {
+      for (const r of open) r.destroy();
+      server.closeAllConnections();
+      await new Promise((r) => server.close(r));
+    },
+  };
+}
+
+const pod = (name: string, rv: string, extra: Record<string, unknown> = {}): KubeObject => ({ metadata: { name, namespace: 'ns', resourceVersion: rv }, ...extra });
+const json = (code: number, body: unknown, hdrs: Record<string, string> = {}): Step => (_req, res) => {
+  res.writeHead(code, { 'Content-Type': 'application/json', ...hdrs });
+  res.end(JSON.stringify(body));
+};
+const list = (rv: string, items: KubeObject[], cont = ''): Step => json(200, { kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: rv, continue: cont || undefined }, items });
+const status = (code: number, reason: string, message: string, extra: Record<string, unknown> = {}) => ({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, code, ...extra });
+/** A watch that sends these events and then ends (or stays open with keepOpen). */
+const watch = (events: Array<{ type: string; object: unknown }>, keepOpen = false): Step => (_req, res) => {
+  res.writeHead(200, { 'Content-Type': 'application/json' });
+  for (const e of events) res.write(JSON.stringify(e) + '\n');
+  if (!keepOpen) setTimeout(() => res.end(), 5);
+};
+const bookmark = (rv: string, annotations?: Record<string, string>) => ({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: rv, annotations } } });
+
+class Recorder implements ReflectorSink {
+  calls: string[] = [];
+  replaced: KubeObject[][] = [];
+  throwOnApply = 0;
+  replace(objects: KubeObject[], listRV: string) {
+    this.replaced.push(objects);
+    this.calls.push(`replace ${objects.map((o) => o.metadata.name).join(',')} @${listRV}`);
+  }
+  apply(type: string, obj: KubeObject) {
+    if (this.throwOnApply > 0) {
+      this.throwOnApply--;
+      throw new Error('sink is broken');
+    }
+    this.calls.push(`${type} ${obj.metadata.name} @${obj.metadata.resourceVersion}`);
+  }
+  progress(rv: string) {
+    this.calls.push(`progress @${rv}`);
+  }
+}
+
+async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
+  const start = Date.now();
+  while (!cond()) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+describe('reflector protocol', () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+
+  const run = async (steps: Step[], extra: { useWatchList?: boolean; pageSize?: number; onStatus?: () => void; token?: string } = {}) => {
+    const srv = await scripted(steps);
+    const up: Upstream = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster', token: extra.token });
+    const sink = new Recorder();
+    const r: Reflector = startReflector({
+      upstream: up,
+      path: '/api/v1/pods',
+      sink,
+      limiter: tokenBucket(1000, 1000),
+      log,
+      pageSize: extra.pageSize ?? 2,
+      useWatchList: extra.useWatchList,
+      onStatus: extra.onStatus,
+      backoff: backoff({ initialMs: 5, maxMs: 20 }),
+    });
+    cleanup.push(() => srv.close(), () => up.close(), () => r.stop());
+    return { srv, sink, r };
+  };
+
+  it('lists in pages, fills in kind and apiVersion, then watches from the list version as client-go does', async () => {
+    const { srv, sink, r } = await run([
+      list('100', [pod('a', '90'), pod('b', '91')], 'tok-1'),
+      list('100', [pod('c', '92', { kind: 'Pod', apiVersion: 'v1' })]),
+      watch([{ type: 'ADDED', object: pod('d', '101') }, bookmark('105')], true),
+    ], { token: 'secret-token' });
+    await until(() => sink.calls.length === 3, 'the watch events');
+    expect(sink.calls).toEqual(['replace a,b,c @100', 'ADDED d @101', 'progress @105']);
+    expect(sink.replaced[0].every((o) => o.kind === 'Pod' && o.apiVersion === 'v1')).toBe(true);
+    const [p1, p2, w] = srv.requests;
+    expect(Object.fromEntries(p1)).toEqual({ limit: '2' });
+    expect(Object.fromEntries(p2)).toEqual({ limit: '2', continue: 'tok-1' });
+    expect(w.get('watch')).toBe('1');
+    expect(w.get('allowWatchBookmarks')).toBe('true');
+    expect(w.get('resourceVersion')).toBe('100');
+    expect(w.has('sendInitialEvents')).toBe(false);
+    const timeout = Number(w.get('timeoutSeconds'));
+    expect(timeout).toBeGreaterThanOrEqual(300);
+    expect(timeout).toBeLessThan(600);
+    expect(srv.headers[0].authorization).toBe('Bearer secret-token');
+    expect(srv.headers[0]['accept-encoding']).toBe('gzip');
+    expect(srv.headers[2]['accept-encoding']).toBeUndefined();
+    expect(r.synced).toBe(true);
+    expect(r.stale).toBe(false);
+    expect(r.resourceVersion).toBe('105');
+    expect(r.stats).toMatchObject({ lists: 1, relists: 0, events: 1 });
+  });
+
+  it('resumes an ended watch from the last version seen, event or bookmark, without listing again', async () => {
+    const { srv, sink, r } = await run([
+      list('10', [pod('a', '5')]),
+      watch([{ type: 'MODIFIED', object: pod('a', '11') }]),
+      watch([bookmark('20')]),
+      watch([{ type: 'DELETED', object: pod('a', '21') }], true),
+    ]);
+    await until(() => sink.calls.length === 4, 'the events');
+    expect(sink.calls).toEqual(['replace a @10', 'MODIFIED a @11', 'progress @20', 'DELETED a @21']);
+    expect(srv.requests.slice(1).map((q) => q.get('resourceVersion'))).toEqual(['10', '11', '20']);
+    expect(r.stats.watchRestarts).toBe(2);
+    expect(r.stats.lists).toBe(1);
+  });
+
+  it('starts the list over when a continue token expires mid-pages', async () => {
+    const { srv, sink } = await run([
+      list('100', [pod('a', '1'), pod('b', '2')], 'tok-1'),
+      json(410, status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.')),
+      list('200', [pod('a', '150'), pod('c', '160')]),
+    ]);
+    await until(() => sink.calls.length === 1 && srv.requests.length === 4, 'the relist and watch');
+    expect(sink.calls).toEqual(['replace a,c @200']);
+    expect(Object.fromEntries(srv.requests[2])).toEqual({ limit: '2' });
+    expect(srv.requests[3].get('resourceVersion')).toBe('200');
+  });
+
+  it('lists again on a 410 ERROR event and on an HTTP 410, and hands the sink the new state', async () => {
+    const { srv, sink, r } = await run([
+      list('10', [pod('a', '5')]),
+      watch([{ type: 'ERROR', object: status(410, 'Expired', 'too old resource version: 10 (50)') }]),
+      list('60', [pod('b', '55')]),
+      json(410, status(410, 'Gone', 'too old resource version: 60 (70)')),
+      list('80', [pod('b', '75')]),
+      watch([{ type: 'ADDED', object: pod('c', '81') }], true),
+    ]);
+    await until(() => sink.calls.length === 4, 'the relists');
+    expect(sink.calls).toEqual(['replace a @10', 'replace b @60', 'replace b @80', 'ADDED c @81']);
+    expect(srv.requests.map((q) => q.get('watch') ? `watch@${q.get('resourceVersion')}` : 'list')).toEqual(['list', 'watch@10', 'list', 'watch@60', 'list', 'watch@80']);
+    expect(r.stats.relists).toBe(2);
+    expect(r.stale).toBe(false);
+  });
+
+  it('lists again when the member answers "Too large resource version" (a member restored from an older backup)', async () => {
+    const { srv, sink } = await run([
+      list('10', [pod('a', '5')]),
+      json(504, status(504, 'Timeout', 'Too large resource version: 10, current: 3', { details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 } })),
+      list('3', [pod('z', '2')]),
+    ]);
+    await until(() => sink.calls.length === 2 && srv.requests.length === 4, 'the relist');
+    expect(sink.calls).toEqual(['replace a @10', 'replace z @3']);
+    expect(srv.requests[3].get('resourceVersion')).toBe('3');
+  });
+
+  it('waits out a 429 (Retry-After) and watches again from the same version, marked stale meanwhile', async () => {
+    let changes = 0;
+    const { srv, r } = await run([
+      list('10', [pod('a', '5')]),
+      json(429, status(429, 'TooManyRequests', 'Too many requests, please try again later.'), { 'Retry-After': '1' }),
+    ], { onStatus: () => changes++ });
+    await until(() => srv.requests.length === 2, 'the refused watch');
+    await until(() => r.stale, 'stale');
+    expect(r.lastError).toBe('watch: HTTP 429: Too many requests, please try again later.');
+    const refusedAt = Date.now();
+    await until(() => srv.requests.length === 3, 'the next watch', 3000);
+    expect(Date.now() - refusedAt).toBeGreaterThanOrEqual(900);
+    expect(srv.requests[2].get('resourceVersion')).toBe('10');
+    await until(() => !r.stale, 'recovery');
+    expect(r.stats.lists).toBe(1);
+    // synced, stale, lastError... each transition was announced.
+    expect(changes).toBeGreaterThanOrEqual(3);
+  });
+
+  it('retries a refused list, and lists again after an ERROR event other than 410, keeping the last error', async () => {
+    const { srv, sink, r } = await run([
+      json(403, status(403, 'Forbidden', 'pods is forbidden: User "fleetgate" cannot list resource "pods" in API group "" at the cluster scope')),
+      list('10', [pod('a', '5')]),
+      watch([{ type: 'ERROR', object: status(500, 'InternalError', 'Internal error occurred: etcd is unhappy') }]),
+      list('20', [pod('a', '15')]),
+    ]);
+    await until(() => sink.calls.length === 2, 'two lists');
+    expect(sink.calls).toEqual(['replace a @10', 'replace a @20']);
+    expect(r.lastError).toBe('watch: Internal error occurred: etcd is unhappy');
+    expect(r.stats.relists).toBe(1);
+    await until(() => !r.stale && srv.requests.length === 5, 'the next watch');
+  });
+
+  it('syncs from a streaming list: initial events become one replace at the closing bookmark', async () => {
+    const { srv, sink, r } = await run([
+      watch([
+        { type: 'ADDED', object: pod('a', '3') },
+        { type: 'ADDED', object: pod('b', '4') },
+        bookmark('9', { 'k8s.io/initial-events-end': 'true' }),
+        { type: 'MODIFIED', object: pod('a', '10') },
+      ]),
+      watch([{ type: 'DELETED', object: pod('b', '11') }], true),
+    ], { useWatchList: true });
+    await until(() => sink.calls.length === 3, 'the events');
+    expect(sink.calls).toEqual(['replace a,b @9', 'MODIFIED a @10', 'DELETED b @11']);
+    const q = srv.requests[0];
+    expect(q.get('sendInitialEvents')).toBe('true');
+    expect(q.get('resourceVersionMatch')).toBe('NotOlderThan');
+    expect(q.get('resourceVersion')).toBe('');
+    expect(q.get('allowWatchBookmarks')).toBe('true');
+    expect(srv.requests[1].get('resourceVersion')).toBe('10');
+    expect(srv.requests[1].has('sendInitialEvents')).toBe(false);
+    expect(r.watchList).toBe(true);
+  });
+
+  it('drops a streaming list cut before its end, and falls back to list+watch when the server refuses it', async () => {
+    const { srv, sink, r } = await run([
+      // Cut short: nothing of it may reach the sink.
+      watch([{ type: 'ADDED', object: pod('a', '3') }]),
+      json(422, status(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled')),
+      list('10', [pod('a', '5'), pod('b', '6')]),
+    ], { useWatchList: true });
+    await until(() => sink.calls.length === 1 && srv.requests.length === 4, 'the fallback');
+    expect(sink.calls).toEqual(['replace a,b @10']);
+    expect(r.watchList).toBe(false);
+    expect(srv.requests[3].get('resourceVersion')).toBe('10');
+    expect(srv.requests[3].has('sendInitialEvents')).toBe(false);
+  });
+
+  it('reads gzip-encoded lists', async () => {
+    const body = JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: '7' }, items: [pod('a', '1'), pod('b', '2')] });
+    const { sink } = await run([
+      (_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
+        res.end(gzipSync(body));
+      },
+    ], { pageSize: 500 });
+    await until(() => sink.calls.length === 1, 'the list');
+    expect(sink.calls).toEqual(['replace a,b @7']);
+  });
+
+  it('lists again when the sink fails to apply an event', async () => {
+    const { sink, r } = await run([
+      list('10', [pod('a', '5')]),
+      watch([{ type: 'MODIFIED', object: pod('a', '11') }]),
+      list('12', [pod('a', '11')]),
+    ]);
+    sink.throwOnApply = 1;
+    await until(() => sink.calls.length === 2, 'the relist');
+    expect(sink.calls).toEqual(['replace a @10', 'replace a @12']);
+    expect(r.lastError).toBe('sink: sink is broken');
+  });
+
+  it('stops at once, even while a watch is open or a retry is pending', async () => {
+    const { srv, r } = await run([list('10', [pod('a', '5')])]);
+    await until(() => srv.requests.length === 2, 'the watch');
+    const started = Date.now();
+    await r.stop();
+    expect(Date.now() - started).toBeLessThan(1000);
+    const n = srv.requests.length;
+    await new Promise((res) => setTimeout(res, 50));
+    expect(srv.requests.length).toBe(n);
+  });
+
+  it('picks watch timeouts in [min, 2*min)', () => {
+    expect(watchTimeoutSeconds(300, () => 0)).toBe(300);
+    expect(watchTimeoutSeconds(300, () => 0.999)).toBe(599);
+  });
+});

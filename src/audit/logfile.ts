@@ -1,0 +1,226 @@
+// The audit log file: JSON lines appended by one writer, rotated by size with a kept count (kube's
+// --audit-log-maxsize and --audit-log-maxbackup, lumberjack's backup names). Durable writes are group-committed:
+// every event queued while a write is in progress goes out in the next write, followed by one fdatasync, so a
+// burst of mutations costs one sync rather than one each. Background events wait for a size or time threshold.
+
+import { mkdir, open, readdir, rename, rm, stat, type FileHandle } from 'node:fs/promises';
+import { basename, dirname, extname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { throttledReporter, type Backend } from './backend.js';
+import type { AuditMetrics } from './metrics.js';
+
+export interface LogFileOptions {
+  path: string;
+  /** Rotate before the file would grow past this many bytes; 0 never rotates. */
+  maxSizeBytes: number;
+  /** Rotated files to keep; 0 keeps them all (lumberjack's MaxBackups). */
+  maxBackups: number;
+  /** Background events are written within this many milliseconds ... */
+  flushIntervalMs: number;
+  /** ... or as soon as this many bytes are waiting. */
+  flushBytes: number;
+}
+
+export const LOG_FILE_DEFAULTS: Omit<LogFileOptions, 'path'> = {
+  maxSizeBytes: 100 * 1024 * 1024,
+  maxBackups: 10,
+  flushIntervalMs: 100,
+  flushBytes: 256 * 1024,
+};
+
+interface Waiter {
+  resolve(): void;
+  reject(err: unknown): void;
+}
+
+const BACKUP_TIME = /^\d{4}-\d{2}-\d{2}T\d{2}-\d{2}-\d{2}\.\d{3}(-\d+)?$/;
+
+export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; metrics: AuditMetrics }): Backend {
+  const o = { ...LOG_FILE_DEFAULTS, ...opts };
+  const errors = deps.metrics.errors.labels('log');
+  const report = throttledReporter(5000, (err, lost) =>
+    deps.log.error({ err: (err as Error).message, path: o.path, lostEvents: lost }, 'audit log: events could not be written'),
+  );
+  let fh: FileHandle | undefined;
+  let size = 0;
+  let needNewline = false; // a failed write may have left half a line behind
+  let pending: string[] = [];
+  let pendingBytes = 0;
+  let waiters: Waiter[] = [];
+  let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let closing = false;
+  let closed = false;
+  let timerFired = false; // the background interval has passed: write what is queued even if it is small
+
+  async function openFile(): Promise<void> {
+    await mkdir(dirname(o.path), { recursive: true, mode: 0o700 });
+    const h = await open(o.path, 'a+', 0o600); // read too: the last byte tells whether a line was left unfinished
+    try {
+      size = (await h.stat()).size;
+      needNewline = false;
+      if (size > 0) {
+        const last = Buffer.alloc(1);
+        await h.read(last, 0, 1, size - 1);
+        needNewline = last[0] !== 0x0a;
+      }
+    } catch (e) {
+      await h.close().catch(() => {});
+      throw e;
+    }
+    fh = h;
+    await syncDir(dirname(o.path));
+  }
+
+  async function rotate(): Promise<void> {
+    await fh!.close();
+    fh = undefined;
+    await rename(o.path, await backupPath(o.path, new Date()));
+    await openFile();
+    if (o.maxBackups > 0) await prune();
+  }
+
+  async function prune(): Promise<void> {
+    const dir = dirname(o.path);
+    const { prefix, ext } = nameParts(o.path);
+    const backups = (await readdir(dir))
+      .filter((n) => n.startsWith(prefix) && n.endsWith(ext) && BACKUP_TIME.test(n.slice(prefix.length, n.length - ext.length)))
+      .sort();
+    for (const n of backups.slice(0, Math.max(0, backups.length - o.maxBackups))) await rm(join(dir, n), { force: true });
+  }
+
+  async function writeBatch(lines: string[], durable: boolean): Promise<void> {
+    try {
+      if (!fh) await openFile();
+      const body = lines.join('\n') + '\n';
+      const bodyBytes = Buffer.byteLength(body);
+      if (o.maxSizeBytes > 0 && size > 0 && size + bodyBytes > o.maxSizeBytes) await rotate();
+      const data = needNewline ? '\n' + body : body;
+      needNewline = true; // until the write is known to be complete
+      await fh!.writeFile(data);
+      needNewline = false;
+      size += bodyBytes + (data.length - body.length);
+      if (durable) await fh!.datasync();
+    } catch (e) {
+      // Drop the handle: the next write reopens the file, which may have become writable again.
+      const h = fh;
+      fh = undefined;
+      await h?.close().catch(() => {});
+      throw e;
+    }
+  }
+
+  async function run(): Promise<void> {
+    try {
+      while (pending.length > 0 && (waiters.length > 0 || pendingBytes >= o.flushBytes || closing || timerFired)) {
+        timerFired = false;
+        const lines = pending;
+        const ws = waiters;
+        pending = [];
+        pendingBytes = 0;
+        waiters = [];
+        try {
+          await writeBatch(lines, ws.length > 0);
+          for (const w of ws) w.resolve();
+        } catch (e) {
+          errors.inc(lines.length);
+          report(e, lines.length);
+          for (const w of ws) w.reject(e);
+        }
+      }
+    } finally {
+      running = undefined;
+      if (pending.length > 0) schedule();
+    }
+  }
+
+  function schedule(): void {
+    if (running) return; // the running loop takes what is queued
+    if (waiters.length > 0 || pendingBytes >= o.flushBytes || closing) {
+      if (timer) clearTimeout(timer);
+      timer = undefined;
+      running = run();
+      return;
+    }
+    timer ??= setTimeout(() => {
+      timer = undefined;
+      timerFired = true;
+      if (!running) running = run();
+    }, o.flushIntervalMs);
+    timer.unref();
+  }
+
+  async function flush(): Promise<void> {
+    while (running || pending.length > 0) {
+      if (!running) {
+        timerFired = true;
+        if (timer) clearTimeout(timer);
+        timer = undefined;
+        running = run();
+      }
+      await running;
+    }
+  }
+
+  return {
+    plugin: 'log',
+    gates: true,
+    write(line, durable) {
+      if (closed) {
+        errors.inc();
+        report(new Error('the audit log is closed'), 1);
+        return durable ? Promise.reject(new Error('the audit log is closed')) : undefined;
+      }
+      pending.push(line);
+      pendingBytes += line.length + 1;
+      let p: Promise<void> | undefined;
+      if (durable) p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
+      schedule();
+      return p;
+    },
+    flush,
+    async close() {
+      if (closed) return;
+      closing = true;
+      await flush();
+      closed = true;
+      const h = fh;
+      fh = undefined;
+      await h?.close().catch(() => {});
+    },
+  };
+}
+
+/** lumberjack: "audit.log" rotates to "audit-2006-01-02T15-04-05.000.log" (UTC); a clash gets "-N". */
+async function backupPath(path: string, t: Date): Promise<string> {
+  const { prefix, ext } = nameParts(path);
+  const stamp = t.toISOString().slice(0, 23).replace(/:/g, '-');
+  const dir = dirname(path);
+  for (let n = 0; ; n++) {
+    const candidate = join(dir, `${prefix}${stamp}${n === 0 ? '' : '-' + n}${ext}`);
+    try {
+      await stat(candidate);
+    } catch {
+      return candidate;
+    }
+  }
+}
+
+function nameParts(path: string): { prefix: string; ext: string } {
+  const base = basename(path);
+  const ext = extname(base);
+  return { prefix: base.slice(0, base.length - ext.length) + '-', ext };
+}
+
+/** A new file's directory entry must be durable too, or a crash can lose the whole file. */
+async function syncDir(dir: string): Promise<void> {
+  let h: FileHandle | undefined;
+  try {
+    h = await open(dir, 'r');
+    await h.sync();
+  } catch {
+    // Some filesystems refuse to sync a directory; the data itself is still synced.
+  } finally {
+    await h?.close().catch(() => {});
+  }
+}

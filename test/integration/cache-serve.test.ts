@@ -49,8 +49,8 @@ let ca: { certPem: string; keyPem: string };
 let serving: { certPem: string; keyPem: string };
 let dir: string;
 
-async function startCacheServer(instanceID: string): Promise<CacheServer> {
-  const cache = new MergedCache({ instanceID, windowSize: 1000, dropManagedFields: true });
+async function startCacheServer(instanceID: string, rvBase?: number): Promise<CacheServer> {
+  const cache = new MergedCache({ instanceID, windowSize: 1000, dropManagedFields: true, rvBase });
   const stale: StaleMember[] = [];
   const denied = new Set<string>();
   const watches = new Set<ActiveWatch>();
@@ -311,20 +311,32 @@ describe.each<KubectlVersion>(['1.27', '1.33'])('kubectl %s reading the merged c
 });
 
 describe('raw list and watch semantics', () => {
-  it('a watch from a resourceVersion of another instance ends with a 410 ERROR event', async () => {
-    const foreign = (await call({ ...ep, url: other.url }, 'GET', '/api/v1/pods?limit=1')).json().metadata.resourceVersion;
-    expect(gw.cache.isOurRV(foreign)).toBe(false);
-    const w = await openWatch(ep, `/api/v1/pods?watch=1&resourceVersion=${foreign}`);
-    await w.ended;
-    expect(w.events).toHaveLength(1);
-    expect(w.events[0]).toEqual({
-      type: 'ERROR',
-      object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${foreign} (${gw.cache.pods.oldestRV + 1})`, reason: 'Expired', code: 410 },
-    });
-    // A list at that version is refused too.
-    const l = await call(ep, 'GET', `/api/v1/pods?resourceVersion=${foreign}&resourceVersionMatch=NotOlderThan`);
-    expect(l.status).toBe(410);
-    expect(l.json().message).toBe('The resourceVersion for the provided list is too old.');
+  it('a watch or list from a resourceVersion of another replica or an earlier process gets 410', async () => {
+    // Another replica that started higher (its versions look like our future ones) and an earlier process that
+    // started lower: both must be refused, not served from "now" or from a wrong point.
+    const higher = await startCacheServer('replica-high', gw.cache.clock.current() + 1_000_000);
+    const lower = await startCacheServer('process-low', gw.cache.rvBase - 1_000_000);
+    try {
+      for (const s of [higher, lower]) {
+        s.cache.sink('member-a', 'pods').apply('ADDED', pod('demo', 'web', 'n', 1));
+        const foreign = (await call({ ...ep, url: s.url }, 'GET', '/api/v1/pods')).json().metadata.resourceVersion;
+        expect(gw.cache.isOurRV(foreign)).toBe(false);
+        const w = await openWatch(ep, `/api/v1/pods?watch=1&resourceVersion=${foreign}`);
+        await w.ended;
+        expect(w.events).toEqual([
+          {
+            type: 'ERROR',
+            object: { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: `too old resource version: ${foreign} (${gw.cache.pods.oldestRV + 1})`, reason: 'Expired', code: 410 },
+          },
+        ]);
+        const l = await call(ep, 'GET', `/api/v1/pods?resourceVersion=${foreign}&resourceVersionMatch=NotOlderThan`);
+        expect(l.status).toBe(410);
+        expect(l.json().message).toBe('The resourceVersion for the provided list is too old.');
+      }
+    } finally {
+      await higher.close();
+      await lower.close();
+    }
     // One of ours replays exactly.
     const list = (await call(ep, 'GET', '/api/v1/namespaces/demo/pods')).json();
     const resumed = await openWatch(ep, `/api/v1/namespaces/demo/pods?watch=1&resourceVersion=${list.metadata.resourceVersion}`);

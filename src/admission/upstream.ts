@@ -150,7 +150,7 @@ interface DiscoveryEntry {
 }
 const discoveryCache = new WeakMap<Upstream, DiscoveryEntry>();
 
-/** Resources whose objects a namespace deletion never needs to protect: they are records, not workloads. */
+/** Records, not workloads: events copy the labels of what they are about and are never protected themselves. */
 const NOT_PROTECTED = new Set(['/events', 'events.k8s.io/events']);
 
 export function namespacedResources(up: Upstream, ttlMs: number, timeoutMs: number): Promise<GroupVersionResource[]> {
@@ -173,7 +173,8 @@ async function discoverNamespaced(up: Upstream, timeoutMs: number): Promise<Grou
   const add = (group: string, version: string, resource: string, namespaced: boolean, verbs: unknown) => {
     const key = `${group}/${resource}`;
     if (!namespaced || resource.includes('/') || seen.has(key) || NOT_PROTECTED.has(key)) return;
-    if (!Array.isArray(verbs) || !verbs.includes('list')) return;
+    // What the namespace controller deletes: listable and deletable (metrics and other read-only views are not).
+    if (!Array.isArray(verbs) || !verbs.includes('list') || !(verbs.includes('delete') || verbs.includes('deletecollection'))) return;
     seen.add(key);
     out.push({ group, version, resource });
   };

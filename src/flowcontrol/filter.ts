@@ -1,0 +1,188 @@
+// The chain's flow control step, as kube-apiserver's WithPriorityAndFairness filter behaves
+// (k8s.io/apiserver/pkg/server/filters/priority-and-fairness.go): every request but exec, attach, log,
+// port-forward and proxy is classified, answers carry the classification's UIDs, and the request runs only once
+// its priority level has seats for it. A refusal is kube's plain-text 429 with a Retry-After. A watch holds its
+// seats only until its initial events are out: whoever serves it calls markInitialEventsSent(ctx).
+
+import type { Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import { anonymousUser } from '../authn/index.js';
+import type { Step } from '../server/chain.js';
+import type { RequestContext } from '../server/context.js';
+import { defaultFlowControlDir, loadFlowControlDir, watchFlowControlDir, type DirWatcher } from './config.js';
+import {
+  applyConfig,
+  begin,
+  cancel,
+  classify,
+  decided,
+  isWaiting,
+  newController,
+  release,
+  requestKind,
+  type Controller,
+  type FlowState,
+} from './controller.js';
+import { newFlowControlMetrics } from './metrics.js';
+import { estimateSeats, type EstimateObjects } from './seats.js';
+import { HEADER_FLOW_SCHEMA_UID, HEADER_PRIORITY_LEVEL_UID } from './types.js';
+
+export interface FlowControlOptions {
+  /** Directory of FlowSchema / PriorityLevelConfiguration YAML files; default: fleetgate's config/flowcontrol. */
+  configDir?: string;
+  /** Read-only requests executing at once; with the mutating limit, the seats the priority levels share. */
+  maxRequestsInflight?: number;
+  maxMutatingRequestsInflight?: number;
+  /** How often the directory is stat'ed for changes fs.watch missed. */
+  reloadIntervalMs?: number;
+  /** Where the apiserver_flowcontrol_* metrics are registered. */
+  registry: Registry;
+  log: Logger;
+  /** Clock (ms) for queuing; tests pass a fake one. */
+  now?: () => number;
+}
+
+export const FLOW_CONTROL_DEFAULTS = {
+  maxRequestsInflight: 400,
+  maxMutatingRequestsInflight: 200,
+  requestWaitLimitMs: 15_000,
+  reloadIntervalMs: 10_000,
+} as const;
+
+/** kube's hard cap on queue waits, whatever the request's deadline. */
+const MAX_WAIT_MS = 60_000;
+const TOO_MANY_REQUESTS = 'Too many requests, please try again later.\n';
+
+export interface FlowControl {
+  readonly controller: Controller;
+  readonly configDir: string;
+  /** Re-reads the directory; false (and the last good set stays) when it is invalid. */
+  reload(): Promise<boolean>;
+  close(): void;
+}
+
+/** Loads the directory (an invalid one is an error: the gateway should not start misconfigured) and watches it. */
+export async function newFlowControl(o: FlowControlOptions): Promise<FlowControl> {
+  const configDir = o.configDir ?? defaultFlowControlDir();
+  const objs = await loadFlowControlDir(configDir).catch((e: Error) => {
+    throw new Error(`flow control configuration in ${configDir} is invalid:\n${e.message}`);
+  });
+  const controller = newController(
+    {
+      maxRequestsInflight: o.maxRequestsInflight ?? FLOW_CONTROL_DEFAULTS.maxRequestsInflight,
+      maxMutatingRequestsInflight: o.maxMutatingRequestsInflight ?? FLOW_CONTROL_DEFAULTS.maxMutatingRequestsInflight,
+      metrics: newFlowControlMetrics(o.registry),
+      now: o.now,
+    },
+    objs,
+  );
+  const log = o.log.child({ component: 'flowcontrol' });
+  const summary = () => ({ flowSchemas: controller.flows.length, priorityLevels: controller.levels.size });
+  log.info({ dir: configDir, ...summary() }, 'flow control configuration loaded');
+
+  const reload = async (): Promise<boolean> => {
+    let next;
+    try {
+      next = await loadFlowControlDir(configDir);
+    } catch (e) {
+      log.error({ dir: configDir, err: (e as Error).message }, 'flow control configuration rejected; keeping the last good one');
+      return false;
+    }
+    const dangling = applyConfig(controller, next);
+    if (dangling.length) log.warn({ flowSchemas: dangling }, 'flow schemas ignored: their priority level does not exist');
+    log.info({ dir: configDir, ...summary() }, 'flow control configuration reloaded');
+    return true;
+  };
+  const watcher: DirWatcher = watchFlowControlDir(
+    configDir,
+    o.reloadIntervalMs ?? FLOW_CONTROL_DEFAULTS.reloadIntervalMs,
+    async () => {
+      await reload();
+    },
+    (e) => log.warn({ dir: configDir, err: (e as Error).message }, 'watching the flow control configuration'),
+  );
+  return { controller, configDir, reload, close: () => watcher.close() };
+}
+
+/** Seat releases of watches still sending their initial events. */
+const initialEventsPending = new WeakMap<RequestContext, () => void>();
+
+/**
+ * The watch on ctx has sent its initial events (or, forwarded, the upstream has answered): from here on it holds
+ * no seats. Safe to call for any request, any number of times.
+ */
+export function markInitialEventsSent(ctx: RequestContext): void {
+  const fn = initialEventsPending.get(ctx);
+  if (fn) {
+    initialEventsPending.delete(ctx);
+    fn();
+  }
+}
+
+export interface FlowControlStepOptions {
+  /** How many objects a LIST will go through, from the cache; a LIST it cannot tell about takes one seat. */
+  estimateObjects?: EstimateObjects;
+  /** How long a request with no deadline (a watch) may wait in a queue; kube uses the request timeout / 4. */
+  requestWaitLimitMs?: number;
+}
+
+export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {}): Step {
+  const ctl = fc.controller;
+  const defaultWaitMs = Math.min(o.requestWaitLimitMs ?? FLOW_CONTROL_DEFAULTS.requestWaitLimitMs, MAX_WAIT_MS);
+  return async (ctx, next) => {
+    const info = ctx.info;
+    const isWatch = info.verb === 'watch';
+    // Long-running requests other than watches (exec, attach, log, port-forward, proxy) are not counted; nor are
+    // upgraded connections, which have no response to carry headers or a 429.
+    if ((info.longRunning && !isWatch) || ctx.upgrade) return next();
+    const c = classify(ctl, info, ctx.user ?? anonymousUser());
+    setClassificationHeaders(ctx, c.flow);
+    const seats = c.flow.pl.exempt ? 1 : estimateSeats(ctx, c.flow.pl.maxSeats, o.estimateObjects);
+    const waitMs = ctx.deadline === undefined ? defaultWaitMs : Math.min(Math.max(ctx.deadline - Date.now(), 0) / 4, MAX_WAIT_MS);
+    const t = begin(ctl, c, seats, requestKind(info.verb), isWatch, waitMs);
+    if (typeof t === 'string') return tooManyRequests(ctx, ctl.retryAfter.retryAfter(c.flow.pl.name));
+    if (isWaiting(t)) {
+      const res = ctx.res;
+      const onClose = () => cancel(t);
+      res.once('close', onClose);
+      if (clientGone(ctx)) cancel(t);
+      const d = await decided(ctl, t);
+      res.off('close', onClose);
+      if (d === 'cancelled') return; // nobody is left to answer
+      if (d !== 'execute') return tooManyRequests(ctx, ctl.retryAfter.retryAfter(c.flow.pl.name));
+    }
+    if (isWatch) initialEventsPending.set(ctx, () => release(ctl, t));
+    try {
+      await next();
+    } finally {
+      initialEventsPending.delete(ctx);
+      release(ctl, t);
+    }
+  };
+}
+
+function clientGone(ctx: RequestContext): boolean {
+  const res = ctx.res as { destroyed?: boolean; stream?: { destroyed?: boolean } };
+  return res.destroyed === true || res.stream?.destroyed === true;
+}
+
+/** UIDs, not names: names an operator picks may say more than a client should know (kube's reasoning). */
+function setClassificationHeaders(ctx: RequestContext, flow: FlowState): void {
+  if (ctx.res.headersSent) return;
+  ctx.res.setHeader(HEADER_PRIORITY_LEVEL_UID, flow.pl.uid);
+  ctx.res.setHeader(HEADER_FLOW_SCHEMA_UID, flow.uid);
+}
+
+/** kube's tooManyRequests: http.Error's plain text, not a Status, with the level's current Retry-After. */
+function tooManyRequests(ctx: RequestContext, retryAfterSeconds: number): void {
+  const res = ctx.res;
+  if (res.headersSent || clientGone(ctx)) return;
+  res.writeHead(429, {
+    'Content-Type': 'text/plain; charset=utf-8',
+    'X-Content-Type-Options': 'nosniff',
+    'Cache-Control': 'no-cache, private',
+    'Retry-After': String(retryAfterSeconds),
+    'Audit-Id': ctx.auditID,
+  });
+  res.end(TOO_MANY_REQUESTS);
+}

@@ -79,6 +79,14 @@ export class ResourceVersionTooOld extends Error {
 
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
 
+/**
+ * A copy of a stored object that may be sealed under another resourceVersion: stored objects are never changed,
+ * so only metadata (where seal writes) needs to be new; a deep copy of a large pod costs far more.
+ */
+export function withOwnMetadata(obj: KubeObject): KubeObject {
+  return { ...obj, metadata: { ...obj.metadata } };
+}
+
 export class Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly keys = new SortedKeys();
@@ -132,7 +140,7 @@ export class Store {
     const prev = this.objects.get(key);
     if (!prev) return undefined;
     rv ??= this.clock.next();
-    const last = this.seal(structuredClone(prev.obj), rv);
+    const last = this.seal(withOwnMetadata(prev.obj), rv);
     this.objects.delete(key);
     this.keys.delete(key);
     this.record({ type: 'DELETED', rv, object: last, prev, encoded: new Map() });

@@ -12,7 +12,7 @@ import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
-import { ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject } from './store.js';
+import { ResourceVersionTooOld, withOwnMetadata, type Store, type StoreEvent, type StoredObject } from './store.js';
 
 export interface WatchSettings {
   /** How often a watcher that asked for bookmarks gets one. The apiserver sends about one a minute. */
@@ -158,7 +158,7 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
   const d = target.desc;
   const gv = groupVersion(d);
   const objectOf = (ev: StoreEvent, leftSelection: boolean): StoredObject =>
-    leftSelection ? store.seal(structuredClone(ev.prev!.obj), ev.rv) : ev.object;
+    leftSelection ? store.seal(withOwnMetadata(ev.prev!.obj), ev.rv) : ev.object;
   const bookmark = (rv: string, annotations?: Record<string, string>): string =>
     form.as === 'metadata'
       ? bookmarkJson('meta.k8s.io/v1', 'PartialObjectMetadata', rv, annotations)

@@ -2,10 +2,19 @@
 // connection, the exposed-resource allowlist, metrics and health checks. The chain's steps read what they need
 // from here.
 
+import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Attributes, Decision } from '../api/user.js';
 import { newAuthenticator, type Authenticator } from '../authn/index.js';
+import { fleetReadAuthorizer, type CachedReadAuthorizer } from '../authz/cachedreads.js';
+import { MergedCache } from '../cache/merged.js';
+import type { ActiveWatch } from '../cache/watch.js';
 import { ALWAYS_EXPOSED, type Config } from '../config/index.js';
+import { startMemberCaches, type MemberCaches } from '../members/caches.js';
+import { memberConnections, type MemberConnections } from '../members/connections.js';
+import { karmadaMembers } from '../members/karmada.js';
+import { combineRegistries, staticRegistry, type MemberRegistry } from '../members/registry.js';
+import { staticMembers } from '../members/static.js';
 import { newApiserverMetrics, type ApiserverMetrics } from '../metrics/apiserver.js';
 import { upstreamFromKubeconfig, type Upstream } from '../upstream/client.js';
 import { exposedResources, type ExposedResources } from '../upstream/discovery.js';
@@ -24,7 +33,23 @@ export interface Gateway {
   sar: (attrs: Attributes) => Promise<Decision>;
   /** Set once shutdown has begun: /readyz fails so load balancers stop sending. */
   shuttingDown: boolean;
+  /** The member cache (modes all and cache). */
+  members?: MemberCluster;
+  /** Mode facade: the cache service that serves pods, events and /clusters/... */
+  cacheService?: Upstream;
+  /** Decides cached reads (SubjectAccessReview against the control plane). */
+  authorizeCachedRead: CachedReadAuthorizer;
+  /** Watches served from the cache, ended on shutdown. */
+  watches: Set<ActiveWatch>;
   close(): Promise<void>;
+}
+
+/** Everything the member cache consists of. */
+export interface MemberCluster {
+  registry: MemberRegistry;
+  connections: MemberConnections;
+  cache: MergedCache;
+  caches: MemberCaches;
 }
 
 export async function newGateway(config: Config, log: Logger): Promise<Gateway> {
@@ -40,6 +65,9 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
   const controlPlane = upstreamFromKubeconfig(config.controlPlane.kubeconfig, config.controlPlane.context || undefined, 'control-plane');
   const exposed = exposedResources([...ALWAYS_EXPOSED, ...config.resources.exposed]);
   const metrics = newApiserverMetrics();
+  const sar = (attrs: Attributes) => subjectAccessReview(controlPlane, attrs);
+  const members = config.cache.mode === 'facade' ? undefined : startMembers(config, controlPlane, log, metrics);
+  const cacheService = config.cache.facade && config.cache.mode === 'facade' ? upstreamFromKubeconfig(config.cache.facade.kubeconfig, config.cache.facade.context || undefined, 'cache-service') : undefined;
   const g: Gateway = {
     config,
     log,
@@ -48,10 +76,21 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
     exposed,
     metrics,
     health: { livez: [], readyz: [] },
-    sar: (attrs) => subjectAccessReview(controlPlane, attrs),
+    sar,
     shuttingDown: false,
+    members,
+    cacheService,
+    authorizeCachedRead: fleetReadAuthorizer(sar),
+    watches: new Set(),
     async close() {
+      for (const w of g.watches) w.stop();
       authenticator.close();
+      if (members) {
+        await members.caches.close();
+        await members.connections.close();
+        await members.registry.close();
+      }
+      await cacheService?.close();
       await controlPlane.close();
     },
   };
@@ -64,7 +103,45 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
       if (g.shuttingDown) throw new Error('the gateway is shutting down');
     },
   });
+  if (members) g.health.readyz.push(...memberChecks(members));
   return g;
+}
+
+function startMembers(config: Config, controlPlane: Upstream, log: Logger, metrics: ApiserverMetrics): MemberCluster {
+  const c = config.cache;
+  const sources: MemberRegistry[] = [staticRegistry(staticMembers(c.members))];
+  if (c.karmada.enabled) sources.push(karmadaMembers(controlPlane, { log: log.child({ component: 'karmada-members' }) }));
+  const registry = sources.length === 1 ? sources[0]! : combineRegistries(sources, log);
+  const connections = memberConnections(registry, { log });
+  const cache = new MergedCache({ instanceID: randomUUID(), windowSize: c.windowSize, dropManagedFields: c.dropManagedFields });
+  const caches = startMemberCaches({ source: registry, connections, cache, qps: c.qps, burst: c.burst, log: log.child({ component: 'member-cache' }), registry: metrics.registry });
+  return { registry, connections, cache, caches };
+}
+
+/**
+ * /readyz per member: ready once the member has delivered its first list, or has failed trying (a member that is
+ * down must not keep the gateway out of rotation: its objects are served from the last known state, with a
+ * Warning). The verbose listing names objects and since when.
+ */
+function memberChecks(m: MemberCluster): HealthCheck[] {
+  return [
+    {
+      name: 'member-caches',
+      async check() {
+        const pending = m.caches.statuses().filter((s) => !s.synced && !s.lastError);
+        if (pending.length > 0) throw new Error(`still listing: ${pending.map((s) => s.name).join(', ')}`);
+      },
+      details: () =>
+        m.caches.statuses().map((s) => {
+          const state = s.synced ? (s.stale ? `stale since ${iso(s.since)}` : `synced since ${iso(s.since)}`) : s.lastError ? `unreachable: ${s.lastError}` : 'listing';
+          return `${s.name}: ${state}; ${s.objects.pods ?? 0} pods, ${s.objects.events ?? 0} events`;
+        }),
+    },
+  ];
+}
+
+function iso(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d+Z$/, 'Z');
 }
 
 /** Ready only while the control plane answers its own /readyz; the answer is reused for a second. */

@@ -7,6 +7,8 @@ export interface HealthCheck {
   name: string;
   /** Resolves when healthy; rejects with the reason otherwise. */
   check(): Promise<void>;
+  /** Lines shown under the check in ?verbose listings (per-member cache state, say). */
+  details?(): string[];
 }
 
 export interface HealthEndpoints {
@@ -51,12 +53,13 @@ export async function serveHealth(ctx: RequestContext, checks: HealthEndpoints):
   const results = await Promise.all(
     list.map(async (c) => {
       if (excluded.has(c.name)) return { name: c.name, line: `[+]${c.name} excluded: ok`, ok: true };
+      const more = c.details ? c.details().map((d) => `\n    ${d}`).join('') : '';
       try {
         await c.check();
-        return { name: c.name, line: `[+]${c.name} ok`, ok: true };
+        return { name: c.name, line: `[+]${c.name} ok${more}`, ok: true };
       } catch (e) {
         ctx.log.warn({ check: c.name, err: String((e as Error)?.message ?? e) }, `${kind} check failed`);
-        return { name: c.name, line: `[-]${c.name} failed: reason withheld`, ok: false };
+        return { name: c.name, line: `[-]${c.name} failed: reason withheld${more}`, ok: false };
       }
     }),
   );

@@ -278,7 +278,7 @@ describe('kubectl 1.33 through the merged view', () => {
   it('the member decides about the caller: alice may write in member-a, member-b refuses her', async () => {
     const ok = await k(alice, ['label', 'pod', 'web', '-n', 'demo', 'by=alice']);
     expect(ok.stderr).toBe('');
-    expect(podsOf('member-a').get('demo/web')!.obj.metadata.labels.by).toBe('alice');
+    expect(podsOf('member-a').get('demo/web')!.obj.metadata.labels?.by).toBe('alice');
     const denied = await k(alice, ['delete', 'pod', 'api', '-n', 'demo']);
     expect(denied.code).not.toBe(0);
     expect(denied.stderr).toBe('Error from server (Forbidden): pods "api" is forbidden: User "alice" cannot delete resource "pods" in API group "" in the namespace "demo"\n');

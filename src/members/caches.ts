@@ -1,0 +1,184 @@
+// The member caches at run time: for every member the registry knows, a reflector on its pods and one on its events
+// feed the merged cache; a member that changes is re-listed through a new connection (the sink turns the new list
+// into the difference), one that goes away leaves the cache (open watches see DELETED for its objects). Sync
+// progress goes to the log, to /readyz and to the per-member metrics.
+
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Logger } from 'pino';
+import type { CachedResource, MergedCache } from '../cache/merged.js';
+import { tokenBucket } from '../cache/ratelimit.js';
+import { startReflector, type Reflector } from '../cache/reflector.js';
+import type { StaleMember } from '../cache/serve.js';
+import type { MemberConnections, MemberSource } from './connections.js';
+import type { MemberCacheStatus } from './member.js';
+
+const RESOURCES: ReadonlyArray<{ resource: CachedResource; path: string }> = [
+  { resource: 'pods', path: '/api/v1/pods' },
+  { resource: 'events', path: '/api/v1/events' },
+];
+
+export interface MemberCachesOptions {
+  source: MemberSource;
+  connections: MemberConnections;
+  cache: MergedCache;
+  qps: number;
+  burst: number;
+  log: Logger;
+  registry?: Registry;
+}
+
+export interface MemberCaches {
+  statuses(): MemberCacheStatus[];
+  stale(): StaleMember[];
+  isStale(name: string): boolean;
+  close(): Promise<void>;
+}
+
+interface Running {
+  reflectors: Reflector[];
+  since: number;
+  synced: boolean;
+}
+
+export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
+  const running = new Map<string, Running>();
+  const metrics = o.registry ? memberMetrics(o.registry) : undefined;
+
+  const start = (name: string): void => {
+    const conn = o.connections.get(name);
+    if (!conn) {
+      o.log.warn({ member: name, problem: o.connections.problem(name) }, 'member cluster cannot be cached');
+      return;
+    }
+    // One budget per member for the gateway's own traffic, shared by its reflectors.
+    const limiter = tokenBucket(o.qps, o.burst);
+    const state: Running = { reflectors: [], since: Date.now(), synced: false };
+    const onStatus = () => {
+      const synced = state.reflectors.length === RESOURCES.length && state.reflectors.every((r) => r.synced);
+      if (synced !== state.synced) {
+        state.synced = synced;
+        state.since = Date.now();
+        const counts = o.cache.objectCounts(name);
+        if (synced) o.log.info({ member: name, pods: counts.pods, events: counts.events }, 'member cache synced');
+      }
+      const stale = state.reflectors.find((r) => r.stale);
+      if (stale) o.log.warn({ member: name, error: stale.lastError }, 'member cache is stale');
+    };
+    for (const { resource, path } of RESOURCES) {
+      state.reflectors.push(
+        startReflector({
+          upstream: conn.upstream,
+          path,
+          sink: o.cache.sink(name, resource),
+          limiter,
+          log: o.log.child({ member: name, resource }),
+          onStatus,
+        }),
+      );
+    }
+    running.set(name, state);
+    o.log.info({ member: name, source: conn.spec.source }, 'caching member cluster');
+  };
+
+  const stop = async (name: string): Promise<void> => {
+    const r = running.get(name);
+    if (!r) return;
+    running.delete(name);
+    await Promise.all(r.reflectors.map((x) => x.stop()));
+  };
+
+  for (const spec of o.source.list()) start(spec.name);
+  const unsubscribe = o.source.subscribe((ev) => {
+    const name = ev.spec.name;
+    if (ev.type === 'added') start(name);
+    else if (ev.type === 'changed') void stop(name).then(() => start(name));
+    else {
+      void stop(name).then(() => o.cache.removeCluster(name));
+      o.log.info({ member: name }, 'member cluster removed from the cache');
+    }
+  });
+
+  const statuses = (): MemberCacheStatus[] =>
+    [...running.entries()]
+      .map(([name, r]) => {
+        const counts = o.cache.objectCounts(name);
+        const staleOne = r.reflectors.find((x) => x.stale);
+        return {
+          name,
+          synced: r.synced,
+          since: r.since,
+          objects: { pods: counts.pods, events: counts.events },
+          stale: !!staleOne || !r.synced,
+          ...(staleOne?.lastError ? { lastError: staleOne.lastError } : {}),
+        };
+      })
+      .sort((a, b) => (a.name < b.name ? -1 : 1));
+
+  if (metrics) {
+    metrics.collect = () => {
+      for (const [name, r] of running) {
+        const counts = o.cache.objectCounts(name);
+        for (const res of RESOURCES) metrics.objects.set({ cluster: name, resource: res.resource }, counts[res.resource]);
+        metrics.synced.set({ cluster: name }, r.synced ? 1 : 0);
+        const last = Math.max(...r.reflectors.map((x) => x.lastSyncedAt ?? 0));
+        if (last) metrics.lastSync.set({ cluster: name }, last / 1000);
+        for (const [i, x] of r.reflectors.entries()) {
+          const labels = { cluster: name, resource: RESOURCES[i]!.resource };
+          // The reflectors keep running totals; the counters advance by what is new since the last scrape.
+          const seen = metrics.seen.get(x) ?? { events: 0, watchRestarts: 0, relists: 0 };
+          metrics.events.inc(labels, x.stats.events - seen.events);
+          metrics.watchRestarts.inc(labels, x.stats.watchRestarts - seen.watchRestarts);
+          metrics.relists.inc(labels, x.stats.relists - seen.relists);
+          metrics.seen.set(x, { events: x.stats.events, watchRestarts: x.stats.watchRestarts, relists: x.stats.relists });
+          if (x.stats.lastEventAt) metrics.lag.set(labels, (Date.now() - x.stats.lastEventAt) / 1000);
+        }
+      }
+    };
+  }
+
+  return {
+    statuses,
+    stale() {
+      return statuses()
+        .filter((s) => s.stale)
+        .map((s) => {
+          const r = running.get(s.name)!;
+          const since = Math.min(...r.reflectors.map((x) => x.staleSince ?? r.since));
+          return { cluster: s.name, since };
+        });
+    },
+    isStale(name) {
+      const r = running.get(name);
+      return !r || !r.synced || r.reflectors.some((x) => x.stale);
+    },
+    async close() {
+      unsubscribe();
+      await Promise.all([...running.keys()].map(stop));
+    },
+  };
+}
+
+/** Per-member cache metrics (fleetgate_member_*), refreshed when scraped. */
+function memberMetrics(registry: Registry) {
+  let refresh: () => void = () => {};
+  const m = {
+    set collect(f: () => void) {
+      refresh = f;
+    },
+    objects: new Gauge({
+      name: 'fleetgate_member_cached_objects',
+      help: 'Objects cached from each member cluster.',
+      labelNames: ['cluster', 'resource'],
+      registers: [registry],
+      collect: (): void => refresh(),
+    }),
+    synced: new Gauge({ name: 'fleetgate_member_cache_synced', help: '1 while every resource of the member cluster is listed and watched.', labelNames: ['cluster'], registers: [registry] }),
+    lastSync: new Gauge({ name: 'fleetgate_member_last_sync_timestamp_seconds', help: 'When the member cluster last delivered a complete list.', labelNames: ['cluster'], registers: [registry] }),
+    seen: new WeakMap<Reflector, { events: number; watchRestarts: number; relists: number }>(),
+    events: new Counter({ name: 'fleetgate_member_watch_events_total', help: 'Watch events received from the member cluster.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    watchRestarts: new Counter({ name: 'fleetgate_member_watch_restarts_total', help: 'Watches of the member cluster restarted.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    relists: new Counter({ name: 'fleetgate_member_relists_total', help: 'Relists of the member cluster (after 410 or errors).', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    lag: new Gauge({ name: 'fleetgate_member_seconds_since_last_event', help: 'Seconds since the member cluster last sent a watch event or bookmark.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+  };
+  return m;
+}

@@ -1,0 +1,228 @@
+// Building one request's audit Event the way k8s.io/apiserver's audit package fills it in: request metadata
+// (LogRequestMetadata), the impersonated user, request and response objects (with managedFields dropped when the
+// policy asks), the response status, and MicroTime timestamps.
+
+import { isIP } from 'node:net';
+import { gunzipSync } from 'node:zlib';
+import { parse as parseYaml } from 'yaml';
+import type { UserInfo } from '../api/user.js';
+import type { RequestInfo } from '../request/requestinfo.js';
+import type { Request } from '../server/context.js';
+import type { Event, EventStatus, EventUser, Level, ObjectReference } from './types.js';
+
+const MAX_USER_AGENT = 1024;
+const USER_AGENT_TRUNCATED = '...TRUNCATED';
+
+/** Wall-clock time in epoch microseconds (Date.now() only has milliseconds). */
+export function nowMicros(): number {
+  return Math.floor((performance.timeOrigin + performance.now()) * 1000);
+}
+
+/** metav1.MicroTime's JSON form: "2006-01-02T15:04:05.000000Z" in UTC. */
+export function microTime(epochMicros: number): string {
+  const ms = Math.floor(epochMicros / 1000);
+  const micros = epochMicros - ms * 1000;
+  const iso = new Date(ms).toISOString(); // ....sss Z
+  return iso.slice(0, 23) + String(micros).padStart(3, '0') + 'Z';
+}
+
+export function eventUser(u: UserInfo): EventUser {
+  const out: EventUser = { username: u.username };
+  if (u.uid) out.uid = u.uid;
+  if (u.groups.length > 0) out.groups = u.groups;
+  if (u.extra && Object.keys(u.extra).length > 0) out.extra = u.extra;
+  return out;
+}
+
+/**
+ * utilnet.SourceIPs: every valid address in X-Forwarded-For, then X-Real-Ip unless already listed, then the peer
+ * address unless it is the last one already.
+ */
+export function sourceIPs(req: Request): string[] {
+  const ips: string[] = [];
+  const xff = header(req, 'x-forwarded-for');
+  if (xff) {
+    for (const part of xff.split(',')) {
+      const ip = normalizeIP(part.trim());
+      if (ip) ips.push(ip);
+    }
+  }
+  const real = header(req, 'x-real-ip');
+  if (real) {
+    const ip = normalizeIP(real.trim());
+    if (ip && !ips.includes(ip)) ips.push(ip);
+  }
+  const remote = normalizeIP(req.socket?.remoteAddress ?? '');
+  if (remote && (ips.length === 0 || ips[ips.length - 1] !== remote)) ips.push(remote);
+  return ips;
+}
+
+/** net.IP.String() for what we meet: IPv4-mapped IPv6 prints as IPv4. */
+function normalizeIP(s: string): string | undefined {
+  if (s === '') return undefined;
+  if (s.startsWith('::ffff:') && isIP(s.slice(7)) === 4) return s.slice(7);
+  return isIP(s) !== 0 ? s.toLowerCase() : undefined;
+}
+
+function header(req: Request, name: string): string | undefined {
+  const v = req.headers[name];
+  return Array.isArray(v) ? v[0] : v;
+}
+
+export function userAgentOf(req: Request): string | undefined {
+  const ua = header(req, 'user-agent');
+  if (!ua) return undefined;
+  return ua.length > MAX_USER_AGENT ? ua.slice(0, MAX_USER_AGENT) + USER_AGENT_TRUNCATED : ua;
+}
+
+export function objectRefOf(info: RequestInfo): ObjectReference | undefined {
+  if (!info.isResourceRequest) return undefined;
+  // Every key in Go's field order; empty ones stay undefined and are left out of the JSON.
+  return {
+    resource: info.resource || undefined,
+    namespace: info.namespace || undefined,
+    name: info.name || undefined,
+    uid: undefined,
+    apiGroup: info.apiGroup || undefined,
+    apiVersion: info.apiVersion || undefined,
+    resourceVersion: undefined,
+    subresource: info.subresource || undefined,
+  };
+}
+
+export interface NewEventInput {
+  level: Level;
+  auditID: string;
+  req: Request;
+  info: RequestInfo;
+  /** Who made the request: the impersonator when the caller impersonated someone. */
+  user: UserInfo | undefined;
+  impersonatedUser: UserInfo | undefined;
+  receivedMicros: number;
+}
+
+/** A new event; every key is present (undefined when unset) so serialization keeps the Go field order. */
+export function newEvent(i: NewEventInput): Event {
+  const received = microTime(i.receivedMicros);
+  const ips = sourceIPs(i.req);
+  return {
+    kind: 'Event',
+    apiVersion: 'audit.k8s.io/v1',
+    level: i.level,
+    auditID: i.auditID,
+    stage: 'RequestReceived',
+    requestURI: i.req.url ?? '/',
+    verb: i.info.verb,
+    user: i.user ? eventUser(i.user) : {},
+    impersonatedUser: i.impersonatedUser ? eventUser(i.impersonatedUser) : undefined,
+    sourceIPs: ips.length > 0 ? ips : undefined,
+    userAgent: userAgentOf(i.req),
+    objectRef: objectRefOf(i.info),
+    responseStatus: undefined,
+    requestObject: undefined,
+    responseObject: undefined,
+    requestReceivedTimestamp: received,
+    stageTimestamp: received,
+    annotations: undefined,
+  };
+}
+
+/** One JSON line (no newline). Events hold only JSON data, so this never throws. */
+export function eventJSON(ev: Event): string {
+  return JSON.stringify(ev);
+}
+
+/** The Status fields LogResponseObject keeps. */
+export function eventStatus(s: { status?: string; message?: string; reason?: string; details?: unknown; code?: number }): EventStatus {
+  const out: EventStatus = { metadata: {} };
+  if (s.status) out.status = s.status;
+  if (s.message) out.message = s.message;
+  if (s.reason) out.reason = s.reason;
+  if (s.details !== undefined) out.details = s.details;
+  if (s.code) out.code = s.code;
+  return out;
+}
+
+/** A response that is only a code (what the audit filter's response writer records). */
+export function codeStatus(code: number): EventStatus {
+  return { metadata: {}, code };
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Bodies.
+
+const JSON_TYPES = new Set(['application/json', 'application/merge-patch+json', 'application/json-patch+json', 'application/strategic-merge-patch+json']);
+const YAML_TYPES = new Set(['application/yaml', 'application/apply-patch+yaml']);
+
+function mediaTypeOf(contentType: string | undefined): string {
+  if (!contentType) return '';
+  const semi = contentType.indexOf(';');
+  return (semi < 0 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+}
+
+/** A request body as the object it describes; undefined for bodies that are not JSON or YAML (protobuf, CBOR). */
+export function decodeRequestBody(body: Buffer, contentType: string | undefined): unknown {
+  if (body.length === 0) return undefined;
+  const mt = mediaTypeOf(contentType);
+  try {
+    if (JSON_TYPES.has(mt)) return JSON.parse(body.toString('utf8'));
+    if (YAML_TYPES.has(mt)) return parseYaml(body.toString('utf8'));
+  } catch {
+    // A malformed body is refused later with a 400; the event simply has no requestObject.
+  }
+  return undefined;
+}
+
+/** A response body as JSON; undefined when it is not JSON (protobuf, text) or cannot be decoded. */
+export function decodeResponseBody(body: Buffer, contentType: string | undefined, contentEncoding: string | undefined): unknown {
+  if (body.length === 0) return undefined;
+  const mt = mediaTypeOf(contentType);
+  if (mt !== 'application/json') return undefined;
+  try {
+    const raw = contentEncoding === 'gzip' ? gunzipSync(body) : body;
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
+/** A decoded Status body (kind Status) as the event's responseStatus, or undefined when it is not one. */
+export function statusFromBody(obj: unknown, code: number): EventStatus | undefined {
+  if (typeof obj !== 'object' || obj === null) return undefined;
+  const o = obj as Record<string, unknown>;
+  if (o.kind !== 'Status') return undefined;
+  return eventStatus({
+    status: typeof o.status === 'string' ? o.status : undefined,
+    message: typeof o.message === 'string' ? o.message : undefined,
+    reason: typeof o.reason === 'string' ? o.reason : undefined,
+    details: typeof o.details === 'object' && o.details !== null ? o.details : undefined,
+    code: typeof o.code === 'number' ? o.code : code,
+  });
+}
+
+/**
+ * copyWithoutManagedFields: objects, lists (items) and Tables (rows[].object) lose metadata.managedFields. The
+ * object passed in was decoded for the event alone, so it is changed in place.
+ */
+export function dropManagedFields(obj: unknown): void {
+  if (typeof obj !== 'object' || obj === null) return;
+  const o = obj as Record<string, any>;
+  dropOne(o);
+  if (Array.isArray(o.items)) for (const it of o.items) dropOne(it);
+  if (o.kind === 'Table' && Array.isArray(o.rows)) for (const row of o.rows) dropOne(row?.object);
+}
+
+function dropOne(o: any): void {
+  if (o && typeof o === 'object' && o.metadata && typeof o.metadata === 'object' && 'managedFields' in o.metadata) delete o.metadata.managedFields;
+}
+
+/** LogRequestObject: a created or replaced object's own metadata fills what the URL did not say. */
+export function fillObjectRef(ref: ObjectReference | undefined, obj: unknown): void {
+  if (!ref || typeof obj !== 'object' || obj === null) return;
+  const md = (obj as { metadata?: Record<string, unknown> }).metadata;
+  if (!md || typeof md !== 'object') return;
+  if (!ref.namespace && typeof md.namespace === 'string' && md.namespace) ref.namespace = md.namespace;
+  if (!ref.name && typeof md.name === 'string' && md.name) ref.name = md.name;
+  if (!ref.uid && typeof md.uid === 'string' && md.uid) ref.uid = md.uid;
+  if (!ref.resourceVersion && typeof md.resourceVersion === 'string' && md.resourceVersion) ref.resourceVersion = md.resourceVersion;
+}

@@ -10,6 +10,10 @@ import { targetPath } from '../request/filter.js';
 import { forwardDiscovery, isDiscoveryPath, newResourceNotFound, rejectNotExposed } from '../upstream/discovery.js';
 import { forward } from '../upstream/forward.js';
 import { forwardUpgrade } from '../upstream/upgrade.js';
+import { serveCached, isCachedRead } from '../cache/serve.js';
+import type { ActiveWatch } from '../cache/watch.js';
+import { routesToMember, routeToMember } from '../members/route.js';
+import type { Upstream } from '../upstream/client.js';
 import type { Step } from './chain.js';
 import type { RequestContext } from './context.js';
 import type { Gateway } from './gateway.js';
@@ -22,9 +26,16 @@ export function routingStep(g: Gateway): Step {
   return async (ctx) => {
     const info = ctx.info;
     const path = ctx.url.pathname;
-    if (ctx.cluster) {
-      // Member clusters arrive with the cache (issue 4); until then no member is known.
-      throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster);
+    // Pods, events and /clusters/<name>/...: the member cache, the members themselves, or (facade) the cache service.
+    if (ctx.cluster || isCachedRead(info) || routesToMember(ctx)) {
+      if (g.cacheService) return forwardTo(g.cacheService, ctx, g);
+      const m = g.members;
+      if (!m) throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster ?? '');
+      if (!ctx.cluster && isCachedRead(info)) {
+        const allowed = await g.authorizeCachedRead(ctx);
+        return serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: allowed, onWatch: (w) => trackWatch(g, w) });
+      }
+      return routeToMember(ctx, { cache: m.cache, members: m.connections, maxBodyBytes: g.config.server.maxRequestBodyBytes, isStale: (c) => m.caches.isStale(c) });
     }
     if (ctx.upgrade && !info.isResourceRequest) throw newBadRequest('upgrades are only served for resource subresources (exec, attach, portforward)');
     if (!info.isResourceRequest) {
@@ -54,6 +65,26 @@ export function routingStep(g: Gateway): Step {
     }
     await forward(g.controlPlane, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path: targetPath(ctx), body });
   };
+}
+
+/** Facade mode: the cache service answers pods, events and /clusters/..., as the caller. */
+async function forwardTo(up: Upstream, ctx: RequestContext, g: Gateway): Promise<void> {
+  const path = (ctx.cluster ? `/clusters/${encodeURIComponent(ctx.cluster)}` : '') + targetPath(ctx);
+  if (ctx.upgrade) {
+    forwardUpgrade(up, ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID, ctx.user!, { path });
+    return;
+  }
+  let body: Buffer | undefined;
+  if (ctx.req.method === 'POST' || ctx.req.method === 'PUT' || ctx.req.method === 'PATCH') {
+    body = await readBody(ctx, g.config.server.maxRequestBodyBytes);
+    checkBodySyntax(ctx.req.headers['content-type'], body);
+  }
+  await forward(up, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path, body });
+}
+
+function trackWatch(g: Gateway, w: ActiveWatch): void {
+  g.watches.add(w);
+  void w.done.then(() => g.watches.delete(w));
 }
 
 /** Milliseconds left before the request's deadline; undefined for long-running requests. */

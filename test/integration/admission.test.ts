@@ -22,6 +22,7 @@ import type { RequestContext } from '../../src/server/context.js';
 import { writeStatus } from '../../src/server/respond.js';
 import { upstreamFromKubeconfig, type Upstream } from '../../src/upstream/client.js';
 import { forward } from '../../src/upstream/forward.js';
+import { cloneSetCRD } from '../sim/crds.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { kubectl, type KubectlVersion } from '../support/kubectl.js';
 
@@ -58,6 +59,8 @@ const forwardToControlPlane: Step = async (ctx) => {
 
 beforeAll(async () => {
   fleet = await startSimFleet({ clusters: ['control-plane'] });
+  const sim = fleet.member('control-plane').cluster;
+  sim.create(sim.resourceFor('apiextensions.k8s.io', 'customresourcedefinitions')!, '', structuredClone(cloneSetCRD));
   dir = fleet.dir;
   cp = upstreamFromKubeconfig(fleet.member('control-plane').kubeconfigPath, undefined, 'control-plane');
   const chain = compose([
@@ -101,12 +104,14 @@ afterAll(async () => {
   await fleet?.close();
 });
 
-function deployment(ns: string, name: string, replicas: number, labels: Record<string, string> = {}): string {
+function deployment(ns: string, name: string, replicas: number, labels: Record<string, string> = {}, kind = 'apps/v1 Deployment'): string {
+  const [apiVersion, k] = kind.split(' ');
   const l = Object.entries({ app: name, ...labels }).map(([k, v]) => `    ${k}: "${v}"\n`).join('');
-  return `---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: ${name}\n  namespace: ${ns}\n  labels:\n${l}spec:\n  replicas: ${replicas}\n  selector:\n    matchLabels: {app: ${name}}\n  template:\n    metadata:\n      labels: {app: ${name}}\n    spec:\n      containers:\n      - name: c\n        image: nginx:1.27\n`;
+  return `---\napiVersion: ${apiVersion}\nkind: ${k}\nmetadata:\n  name: ${name}\n  namespace: ${ns}\n  labels:\n${l}spec:\n  replicas: ${replicas}\n  selector:\n    matchLabels: {app: ${name}}\n  template:\n    metadata:\n      labels: {app: ${name}}\n    spec:\n      containers:\n      - name: c\n        image: nginx:1.27\n`;
 }
 
 const PROTECTED = { 'fleetgate.io/deletion-protection': 'Always' };
+const CLONESET = 'apps.kruise.io/v1alpha1 CloneSet';
 
 function seed(): string {
   let y = '';
@@ -116,6 +121,8 @@ function seed(): string {
   y += deployment('shop', 'cache', 1, { 'resourcetemplate.karmada.io/deletion-protected': 'Always' });
   y += deployment('shop', 'api', 1);
   y += deployment('empty', 'scratch', 1);
+  y += deployment('shop', 'clones', 10, {}, CLONESET);
+  y += deployment('shop', 'guarded-clones', 3, PROTECTED, CLONESET);
   // The protected one sorts in the middle: kubectl deletes in list order and carries on past a refusal.
   for (const ns of ['sweep', 'sweep-old']) {
     y += deployment(ns, 'alpha', 1);
@@ -125,8 +132,8 @@ function seed(): string {
   return y;
 }
 
-function stored(ns: string, name: string): any {
-  return fleet.member('control-plane').cluster.get('apps', 'deployments', ns, name);
+function stored(ns: string, name: string, group = 'apps', resource = 'deployments'): any {
+  return fleet.member('control-plane').cluster.get(group, resource, ns, name);
 }
 
 function lastAnnotations(): Record<string, string> {
@@ -183,6 +190,16 @@ describe('scale-down protection (kubectl 1.33)', () => {
     expect(stored('shop', 'web').spec.replicas).toBe(4);
   });
 
+  it('guards CloneSets the same way, through their scale subresource', async () => {
+    const two = await kubectl(v, kubeconfigs.ops, ['scale', 'cloneset', 'clones', '-n', 'shop', '--replicas=2']);
+    expect(two.code).not.toBe(0);
+    expect(two.stderr).toContain('clonesets.apps.kruise.io "clones" is forbidden: scale-down protection: this change would take it from 10 to 2 replicas');
+    expect(stored('shop', 'clones', 'apps.kruise.io', 'clonesets').spec.replicas).toBe(10);
+    const five = await kubectl(v, kubeconfigs.ops, ['scale', 'cloneset', 'clones', '-n', 'shop', '--replicas=5']);
+    expect(five.stderr).toBe('');
+    expect(stored('shop', 'clones', 'apps.kruise.io', 'clonesets').spec.replicas).toBe(5);
+  });
+
   it('a member of the break-glass group may scale to 0; the bypass is in the audit annotations', async () => {
     const r = await kubectl(v, kubeconfigs.sre, ['scale', 'deploy', 'web', '-n', 'shop', '--replicas=0']);
     expect(r.stderr).toBe('');
@@ -194,7 +211,7 @@ describe('scale-down protection (kubectl 1.33)', () => {
 });
 
 describe('deletion protection', () => {
-  it('refuses deleting a protected Deployment with the rule in the message, and deletes an unprotected one', async () => {
+  it('refuses deleting a protected Deployment or CloneSet with the rule in the message, and deletes an unprotected one', async () => {
     const db = await kubectl('1.33', kubeconfigs.ops, ['delete', 'deploy', 'db', '-n', 'shop']);
     expect(db.code).not.toBe(0);
     expect(db.stderr.trim()).toBe(
@@ -206,6 +223,10 @@ describe('deletion protection', () => {
     const cache = await kubectl('1.33', kubeconfigs.ops, ['delete', 'deploy', 'cache', '-n', 'shop']);
     expect(cache.stderr).toContain('it is labelled resourcetemplate.karmada.io/deletion-protected=Always');
     expect(stored('shop', 'cache')).toBeDefined();
+
+    const clones = await kubectl('1.33', kubeconfigs.ops, ['delete', 'cloneset', 'guarded-clones', '-n', 'shop']);
+    expect(clones.stderr).toContain('clonesets.apps.kruise.io "guarded-clones" is forbidden: deletion protection: it is labelled fleetgate.io/deletion-protection=Always');
+    expect(stored('shop', 'guarded-clones', 'apps.kruise.io', 'clonesets')).toBeDefined();
 
     const api = await kubectl('1.33', kubeconfigs.ops, ['delete', 'deploy', 'api', '-n', 'shop']);
     expect(api.stderr).toBe('');

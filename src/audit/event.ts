@@ -173,6 +173,72 @@ export function decodeRequestBody(body: Buffer, contentType: string | undefined)
   return undefined;
 }
 
+const PROTOBUF_MAGIC = Buffer.from('k8s\0', 'latin1');
+
+/**
+ * The name, namespace, uid and resourceVersion of a protobuf request body, without its schema: the envelope is a
+ * runtime.Unknown whose raw (field 2) is the object, whose metadata (field 1, for every built-in kind) is an
+ * ObjectMeta (name 1, namespace 3, uid 5, resourceVersion 6). kubectl sends built-in kinds as protobuf, and "who
+ * created what" must not depend on the encoding. Anything unexpected yields undefined.
+ */
+export function protobufObjectMeta(body: Buffer, contentType: string | undefined): Record<string, string> | undefined {
+  if (mediaTypeOf(contentType) !== 'application/vnd.kubernetes.protobuf' || body.length < 4 || !body.subarray(0, 4).equals(PROTOBUF_MAGIC)) return undefined;
+  try {
+    const raw = field(body, 4, body.length, 2);
+    if (!raw) return undefined;
+    const md = field(body, raw[0], raw[1], 1);
+    if (!md) return undefined;
+    const out: Record<string, string> = {};
+    for (const [n, key] of [[1, 'name'], [3, 'namespace'], [5, 'uid'], [6, 'resourceVersion']] as const) {
+      const v = field(body, md[0], md[1], n);
+      if (v) out[key] = body.toString('utf8', v[0], v[1]);
+    }
+    return out;
+  } catch {
+    return undefined;
+  }
+}
+
+/** The [start, end) of the first length-delimited field number n in b[start, end). */
+function field(b: Buffer, start: number, end: number, n: number): [number, number] | undefined {
+  let pos = start;
+  while (pos < end) {
+    let key: number;
+    [key, pos] = varint(b, pos);
+    const wire = key & 7;
+    const num = key >>> 3;
+    if (wire === 2) {
+      let len: number;
+      [len, pos] = varint(b, pos);
+      if (pos + len > end) throw new Error('truncated');
+      if (num === n) return [pos, pos + len];
+      pos += len;
+    } else if (wire === 0) {
+      [, pos] = varint(b, pos);
+    } else if (wire === 1) {
+      pos += 8;
+    } else if (wire === 5) {
+      pos += 4;
+    } else {
+      throw new Error('unsupported wire type');
+    }
+  }
+  return undefined;
+}
+
+function varint(b: Buffer, pos: number): [number, number] {
+  let v = 0;
+  let mul = 1;
+  for (let i = 0; i < 10; i++) {
+    if (pos >= b.length) throw new Error('truncated');
+    const byte = b[pos++]!;
+    v += (byte & 0x7f) * mul;
+    if ((byte & 0x80) === 0) return [v, pos];
+    mul *= 128;
+  }
+  throw new Error('bad varint');
+}
+
 /** A response body as JSON; undefined when it is not JSON (protobuf, text) or cannot be decoded. */
 export function decodeResponseBody(body: Buffer, contentType: string | undefined, contentEncoding: string | undefined): unknown {
   if (body.length === 0) return undefined;

@@ -24,6 +24,7 @@ import {
   microTime,
   newEvent,
   nowMicros,
+  protobufObjectMeta,
   statusFromBody,
 } from './event.js';
 import { levelAtLeast, type Event, type RequestAuditConfig } from './types.js';
@@ -223,7 +224,12 @@ function authenticationMethods(ctx: RequestContext): string {
 
 function logRequestObject(st: AuditState, body: Buffer, contentType: string | undefined): void {
   const obj = decodeRequestBody(body, contentType);
-  if (obj === undefined) return;
+  if (obj === undefined) {
+    // Protobuf: no requestObject without schemas, but the object's identity is still recorded.
+    const md = protobufObjectMeta(body, contentType);
+    if (md) fillObjectRef(st.ev.objectRef, { metadata: md });
+    return;
+  }
   fillObjectRef(st.ev.objectRef, obj);
   if (!levelAtLeast(st.config.level, 'Request')) return;
   if (st.config.omitManagedFields) dropManagedFields(obj);

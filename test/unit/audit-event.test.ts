@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { decodeRequestBody, dropManagedFields, microTime, sourceIPs, statusFromBody, userAgentOf } from '../../src/audit/event.js';
+import { decodeRequestBody, dropManagedFields, microTime, protobufObjectMeta, sourceIPs, statusFromBody, userAgentOf } from '../../src/audit/event.js';
 import type { Request } from '../../src/server/context.js';
 
 const req = (headers: Record<string, string>, remoteAddress = '192.168.1.9') => ({ headers, socket: { remoteAddress } }) as unknown as Request;
@@ -41,6 +41,21 @@ describe('audit event fields', () => {
     expect(decodeRequestBody(Buffer.from('a: 1'), 'application/apply-patch+yaml')).toEqual({ a: 1 });
     expect(decodeRequestBody(Buffer.from('k8s\0...'), 'application/vnd.kubernetes.protobuf')).toBeUndefined();
     expect(decodeRequestBody(Buffer.from('{bad'), 'application/json')).toBeUndefined();
+  });
+
+  it("a protobuf body's ObjectMeta identity is read without its schema", () => {
+    const bytes = (n: number, v: Buffer | string) => {
+      const b = Buffer.from(v);
+      return Buffer.concat([Buffer.from([(n << 3) | 2, b.length]), b]);
+    };
+    const varintField = (n: number, v: number) => Buffer.from([(n << 3) | 0, v]);
+    const meta = Buffer.concat([bytes(1, 'cm'), bytes(2, ''), bytes(3, 'demo'), varintField(7, 3), bytes(5, 'uid-1'), bytes(6, '42')]);
+    const obj = Buffer.concat([bytes(1, meta), bytes(2, bytes(1, 'data'))]);
+    const body = Buffer.concat([Buffer.from('k8s\0', 'latin1'), bytes(1, bytes(1, 'v1')), bytes(2, obj), bytes(3, ''), bytes(4, '')]);
+    expect(protobufObjectMeta(body, 'application/vnd.kubernetes.protobuf')).toEqual({ name: 'cm', namespace: 'demo', uid: 'uid-1', resourceVersion: '42' });
+    expect(protobufObjectMeta(body, 'application/json')).toBeUndefined();
+    expect(protobufObjectMeta(body.subarray(0, body.length - 20), 'application/vnd.kubernetes.protobuf')).toBeUndefined();
+    expect(protobufObjectMeta(Buffer.from('k8s\0\xff', 'latin1'), 'application/vnd.kubernetes.protobuf')).toBeUndefined();
   });
 
   it('a Status body becomes the bounded responseStatus; other bodies do not', () => {

@@ -2,7 +2,8 @@
 // comes from test headers), the audit steps, and a last step each test chooses.
 
 import { mkdir, mkdtemp, readFile, rm } from 'node:fs/promises';
-import { createServer, request as httpRequest, type Server, type ServerResponse } from 'node:http';
+import { createServer, request as httpRequest, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -26,6 +27,7 @@ import { requestInfoStep } from '../../src/request/filter.js';
 import { compose, type Step } from '../../src/server/chain.js';
 import type { RequestContext } from '../../src/server/context.js';
 import { writeStatus } from '../../src/server/respond.js';
+import { writeStatus as writeUpgradeStatus } from '../../src/upstream/upgrade.js';
 
 const log = pino({ level: 'silent' });
 let dir: string;
@@ -76,6 +78,11 @@ async function start(opts: { failOpen?: boolean; logPathOverride?: string } = {}
     res.setHeader('Audit-Id', auditID);
     const ctx = { req, res, url: new URL(req.url ?? '/', 'http://x'), auditID, log } as RequestContext;
     chain(ctx).catch((e) => writeStatus(res, auditID, toStatus(e)));
+  });
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    const auditID = String(req.headers['audit-id'] ?? 'generated');
+    const ctx = { req, res: undefined, url: new URL(req.url ?? '/', 'http://x'), auditID, log, upgrade: { socket, head } } as unknown as RequestContext;
+    chain(ctx).catch((e) => writeUpgradeStatus(socket, auditID, toStatus(e)));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -324,6 +331,51 @@ describe('audit step', () => {
       ['ResponseComplete', 'watch', 200],
     ]);
     expect(evs[1].responseObject).toBeUndefined();
+  });
+
+  it('tunnels: ResponseStarted with the 101, ResponseComplete when the socket closes; a refused upgrade is one event', async () => {
+    await start();
+    let closeTunnel!: () => void;
+    last = async (ctx) => {
+      const socket = ctx.upgrade!.socket;
+      if (ctx.req.headers['x-refuse']) throw newForbidden({ group: '', resource: 'pods' }, 'api', 'no exec');
+      socket.write('HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n');
+      closeTunnel = () => socket.destroy();
+    };
+    const upgrade = (id: string, extra: Record<string, string> = {}) =>
+      new Promise<{ status: number; socket?: Duplex }>((resolve, reject) => {
+        const req = httpRequest(base + '/api/v1/namespaces/demo/pods/api/exec?command=sh', {
+          headers: { 'x-user': 'alice', 'audit-id': id, connection: 'Upgrade', upgrade: 'websocket', ...extra },
+        });
+        req.on('upgrade', (res, socket) => resolve({ status: res.statusCode!, socket }));
+        req.on('response', (res) => {
+          res.resume();
+          resolve({ status: res.statusCode! });
+        });
+        req.on('error', reject);
+        req.end();
+      });
+    const open = await upgrade('tunnel');
+    expect(open.status).toBe(101);
+    await until(async () => byID(await events(), 'tunnel').length === 1);
+    expect(byID(await events(), 'tunnel').map((e) => [e.stage, e.responseStatus.code])).toEqual([['ResponseStarted', 101]]);
+    const closed = new Promise((r) => open.socket!.once('close', r));
+    closeTunnel();
+    await closed;
+    await until(async () => byID(await events(), 'tunnel').length === 2);
+    expect(byID(await events(), 'tunnel').map((e) => [e.stage, e.verb, e.responseStatus.code])).toEqual([
+      ['ResponseStarted', 'get', 101],
+      ['ResponseComplete', 'get', 101],
+    ]);
+    open.socket!.destroy();
+
+    const refused = await upgrade('refused', { 'x-refuse': '1' });
+    expect(refused.status).toBe(403);
+    const evs = byID(await events(), 'refused');
+    expect(evs.map((e) => [e.stage, e.responseStatus.code, e.responseStatus.reason])).toEqual([
+      ['ResponseStarted', 403, 'Forbidden'],
+      ['ResponseComplete', 403, 'Forbidden'],
+    ]);
   });
 
   it('impersonation: user is who asked, impersonatedUser who they acted as; the policy sees the impersonator', async () => {

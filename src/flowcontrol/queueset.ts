@@ -5,6 +5,9 @@
 // finish first is served next, and when a request ends its queue is credited or charged for how long it really
 // took. That is what makes a queue of expensive LISTs yield to a queue of cheap GETs.
 //
+// fleetgate adds kube's two in-flight flags as gateway-wide caps on executing requests by kind (read-only,
+// mutating) on top of the level's seats: a queue whose head is of a capped kind is passed over until a slot frees.
+//
 // Differences from kube, all documented: no borrowing between levels (the limit is the nominal one); a request
 // waits with its own timer instead of being timed out lazily when the next request arrives; R is a float (no
 // epochs); excess queues left after a config change drain and are dropped from the end.
@@ -296,7 +299,8 @@ function dispatchOne(qs: QueueSet): boolean {
     qs.robinIndex = (qs.robinIndex + 1) % nq;
     const q = qs.queues[qs.robinIndex]!;
     const head = q.waiting[0];
-    if (!head) continue;
+    // A head whose kind is at its gateway-wide cap cannot go whatever its turn; let the other kind through.
+    if (!head || qs.global[head.kind].inUse >= qs.global[head.kind].limit) continue;
     const finish = q.nextDispatchR + head.seats * ESTIMATED_SERVICE_SECONDS;
     if (finish < minFinish) {
       minFinish = finish;

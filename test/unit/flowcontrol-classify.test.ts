@@ -147,3 +147,36 @@ describe('Retry-After', () => {
     expect(tr.retryAfter('pl')).toBe(1);
   });
 });
+
+describe('gateway-wide in-flight limits', () => {
+  it('cap executing requests per kind across levels, and a freed slot dispatches another level\'s queue', async () => {
+    const { begin, decided, isWaiting, release, classify: cls, newController: mk } = await import('../../src/flowcontrol/controller.js');
+    const c = mk({ maxRequestsInflight: 1, maxMutatingRequestsInflight: 5, metrics: newFlowControlMetrics(new Registry()) }, objs);
+    const people = cls(c, info('GET', '/api/v1/pods'), human);
+    const robots = cls(c, info('GET', '/api/v1/pods'), sa('ci', 'bot'));
+    expect([people.flow.pl.name, robots.flow.pl.name]).toEqual(['global-default', 'workload-low']);
+    const a = begin(c, people, 1, 'readOnly', false, 10_000);
+    const b = begin(c, robots, 1, 'readOnly', false, 10_000);
+    const w = begin(c, cls(c, info('POST', '/api/v1/namespaces/ci/configmaps'), sa('ci', 'bot2')), 1, 'mutating', false, 10_000);
+    if (typeof a === 'string' || typeof b === 'string' || typeof w === 'string') throw new Error('rejected');
+    expect(isWaiting(a)).toBe(false);
+    expect(isWaiting(b)).toBe(true); // its level has 343 seats, but the gateway allows one read at a time
+    expect(isWaiting(w)).toBe(false); // writes have their own cap, and are not stuck behind the blocked read
+    const bDecided = decided(c, b);
+    release(c, a);
+    expect(await bDecided).toBe('execute');
+    expect(c.global.readOnly.inUse).toBe(1);
+    release(c, b);
+    release(c, w);
+    release(c, w);
+    expect(c.global.readOnly.inUse).toBe(0);
+    expect(c.global.mutating.inUse).toBe(0);
+    // system:masters are outside both caps.
+    const root = begin(c, cls(c, info('GET', '/api/v1/pods'), user('root', 'system:masters')), 1, 'readOnly', false, 10_000);
+    const also = begin(c, cls(c, info('GET', '/api/v1/pods'), user('root', 'system:masters')), 1, 'readOnly', false, 10_000);
+    const ppl = begin(c, people, 1, 'readOnly', false, 10_000);
+    if (typeof root === 'string' || typeof also === 'string' || typeof ppl === 'string') throw new Error('rejected');
+    expect([isWaiting(root), isWaiting(also), isWaiting(ppl)]).toEqual([false, false, false]);
+    for (const t of [root, also, ppl]) release(c, t);
+  });
+});

@@ -6,7 +6,7 @@
 
 import type { Registry } from 'prom-client';
 import type { Logger } from 'pino';
-import { anonymousUser } from '../authn/index.js';
+import { SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
 import type { Step } from '../server/chain.js';
 import type { RequestContext } from '../server/context.js';
 import { defaultFlowControlDir, loadFlowControlDir, watchFlowControlDir, type DirWatcher } from './config.js';
@@ -52,6 +52,8 @@ export const FLOW_CONTROL_DEFAULTS = {
 /** kube's hard cap on queue waits, whatever the request's deadline. */
 const MAX_WAIT_MS = 60_000;
 const TOO_MANY_REQUESTS = 'Too many requests, please try again later.\n';
+/** Authentication runs first and always sets a user; this only guards a chain assembled without it. */
+const ANONYMOUS: UserInfo = { username: SYSTEM_ANONYMOUS, groups: [SYSTEM_UNAUTHENTICATED] };
 
 export interface FlowControl {
   readonly controller: Controller;
@@ -135,7 +137,7 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
     // Long-running requests other than watches (exec, attach, log, port-forward, proxy) are not counted; nor are
     // upgraded connections, which have no response to carry headers or a 429.
     if ((info.longRunning && !isWatch) || ctx.upgrade) return next();
-    const c = classify(ctl, info, ctx.user ?? anonymousUser());
+    const c = classify(ctl, info, ctx.user ?? ANONYMOUS);
     setClassificationHeaders(ctx, c.flow);
     const seats = c.flow.pl.exempt ? 1 : estimateSeats(ctx, c.flow.pl.maxSeats, o.estimateObjects);
     const waitMs = ctx.deadline === undefined ? defaultWaitMs : Math.min(Math.max(ctx.deadline - Date.now(), 0) / 4, MAX_WAIT_MS);

@@ -40,7 +40,10 @@ export const ANNOTATION_REASON = 'authorization.k8s.io/reason';
 export const ANNOTATION_RESPONSE_OMITTED = 'audit.fleetgate.io/response-object-omitted';
 
 interface AuditState {
+  ctx: RequestContext;
   ev: Event;
+  /** The request body was looked at already. */
+  bodyLogged: boolean;
   config: RequestAuditConfig;
   auditor: Auditor;
   longRunning: boolean;
@@ -111,7 +114,7 @@ export function auditStep(auditor: Auditor): Step {
     }
 
     const ev = newEvent({ level: config.level, auditID: ctx.auditID, req: ctx.req, info: ctx.info, user, impersonatedUser: ctx.impersonator ? ctx.user : undefined, receivedMicros: received });
-    const st: AuditState = { ev, config, auditor, longRunning: ctx.info.longRunning, completed: false };
+    const st: AuditState = { ctx, ev, bodyLogged: false, config, auditor, longRunning: ctx.info.longRunning, completed: false };
     c[STATE] = st;
     const pending = c[PENDING];
     if (pending) {
@@ -122,7 +125,7 @@ export function auditStep(auditor: Auditor): Step {
     const method = ctx.req.method ?? 'GET';
     const mutation = MUTATING_METHODS.has(method);
     let refused: unknown;
-    if (mutation && BODY_METHODS.has(method) && ctx.info.isResourceRequest && !ctx.upgrade) {
+    if (mutation && readsBodyEarly(ctx)) {
       // Routing reads the same body (readBody caches it), so this costs no second read.
       try {
         logRequestObject(st, await readBody(ctx, auditor.maxRequestBodyBytes), ctx.req.headers['content-type']);
@@ -193,7 +196,7 @@ export function auditAuthenticationFailuresStep(auditor: Auditor): Step {
         auditor.levelCounter[config.level].inc();
         if (config.level !== 'None') {
           const ev = newEvent({ level: config.level, auditID: ctx.auditID, req: ctx.req, info: ctx.info, user: undefined, impersonatedUser: undefined, receivedMicros: received });
-          const st: AuditState = { ev, config, auditor, longRunning: false, completed: false };
+          const st: AuditState = { ctx, ev, bodyLogged: true, config, auditor, longRunning: false, completed: false };
           c[STATE] = st;
           if (!config.omitStages.has('RequestReceived')) auditor.emit(ev, false);
           ev.responseStatus = { metadata: {}, message: authenticationMethods(ctx), code: 401 };
@@ -222,7 +225,19 @@ function authenticationMethods(ctx: RequestContext): string {
   return methods.length > 0 ? `Authentication failed, attempted: ${methods.join(', ')}` : 'Authentication failed, no credentials provided';
 }
 
+/**
+ * Whether the body can be read here. Only object writes: every route reads those bodies too and sends what was
+ * read, whereas tunnels, proxies and subresource creates (eviction, binding) are streamed upstream from the
+ * request itself, which a read here would leave empty. Bodies a later step reads are still logged at the end.
+ */
+function readsBodyEarly(ctx: RequestContext): boolean {
+  const info = ctx.info;
+  if (!BODY_METHODS.has(ctx.req.method ?? '') || !info.isResourceRequest || ctx.upgrade || info.longRunning) return false;
+  return !(info.verb === 'create' && info.subresource !== '');
+}
+
 function logRequestObject(st: AuditState, body: Buffer, contentType: string | undefined): void {
+  st.bodyLogged = true;
   const obj = decodeRequestBody(body, contentType);
   if (obj === undefined) {
     // Protobuf: no requestObject without schemas, but the object's identity is still recorded.
@@ -277,6 +292,7 @@ function complete(st: AuditState, err: unknown): void {
   } else if (st.captured && st.captured.code !== 0) {
     logResponseBody(st, st.captured);
   }
+  if (st.ctx.body !== undefined && !st.bodyLogged) logRequestObject(st, st.ctx.body, st.ctx.req.headers['content-type']);
   st.completed = true;
   if (ev.responseStatus === undefined) {
     // Nothing was written: kube's "Connection closed early".

@@ -147,7 +147,7 @@ export function auditStep(auditor: Auditor): Step {
           if (auditor.failOpen) {
             ctx.log.error({ err: (e as Error).message }, 'audit: the mutation goes ahead unaudited (failOpen)');
           } else {
-            ctx.log.error({ err: (e as Error).message }, 'audit: the mutation is refused, its audit record could not be stored');
+            ctx.log.debug({ err: (e as Error).message }, 'audit: the mutation is refused, its audit record could not be stored');
             refused = newServiceUnavailable('failed to store audit event');
           }
         }

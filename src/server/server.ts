@@ -6,6 +6,8 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
+import type { ServerHttp2Session } from 'node:http2';
+import type { TLSSocket } from 'node:tls';
 import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import fastify from 'fastify';
@@ -121,6 +123,18 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     upgrade(chain, log, req, socket, head, auditID).catch((e) => writeUpgradeStatus(socket, auditID, toStatus(e) as Status));
   });
 
+  // Connections are tracked so that shutdown can send GOAWAY and, after the grace period, cut what is left.
+  const sessions = new Set<ServerHttp2Session>();
+  const sockets = new Set<TLSSocket>();
+  app.server.on('session', (session: ServerHttp2Session) => {
+    sessions.add(session);
+    session.once('close', () => sessions.delete(session));
+  });
+  app.server.on('secureConnection', (socket: TLSSocket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+
   await app.listen({ host: config.server.address, port: config.server.port });
   const port = (app.server.address() as AddressInfo).port;
   const host = config.server.address === '0.0.0.0' || config.server.address === '::' ? '127.0.0.1' : config.server.address;
@@ -134,10 +148,16 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     close() {
       closing ??= (async () => {
         g.shuttingDown = true;
+        // HTTP/2 clients are told (GOAWAY) to open new connections elsewhere; streams under way may finish.
+        for (const session of sessions) session.close();
         // Watches and other streams never finish by themselves: end them cleanly so clients re-watch elsewhere.
         for (const res of longRunning) res.end();
+        for (const w of g.watches) w.stop();
+        const closed = app.close();
         const grace = new Promise<void>((r) => setTimeout(r, config.server.shutdownGracePeriodSeconds * 1000).unref());
-        await Promise.race([app.close(), grace]);
+        await Promise.race([closed, grace]);
+        // What is left after the grace period (idle keep-alive connections, stuck requests) is cut.
+        for (const socket of sockets) socket.destroy();
         await g.close();
       })();
       return closing;

@@ -36,6 +36,10 @@ export interface SimMember {
   server: SimServer;
   url: string;
   kubeconfigPath: string;
+  /** Stops the member's apiserver (its state stays): clients see connections refused. */
+  stop(): Promise<void>;
+  /** Starts it again on the same port with the same state; open watches were cut by stop(). */
+  start(): Promise<void>;
 }
 
 export interface SimFleet {
@@ -77,7 +81,25 @@ export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
       });
       const kubeconfigPath = join(dir, `${name}.kubeconfig`);
       await writeFile(kubeconfigPath, buildKubeconfig({ name, server: server.url, caPem: servingCA.certPem, user: 'admin', clientCertPem: admin.certPem, clientKeyPem: admin.keyPem }), { mode: 0o600 });
-      members.push({ name, cluster, server, url: server.url, kubeconfigPath });
+      const tls = { certPem: serving.certPem, keyPem: serving.keyPem, clientCaPem: clientCA.certPem };
+      let running: SimServer | undefined = server;
+      const m: SimMember = {
+        name,
+        cluster,
+        server,
+        url: server.url,
+        kubeconfigPath,
+        async stop() {
+          await running?.close();
+          running = undefined;
+        },
+        async start() {
+          if (running) return;
+          running = await startSimServer({ cluster, tls, tokens, watch: opts.watch, port: server.port });
+          m.server = running;
+        },
+      };
+      members.push(m);
     }
   } catch (e) {
     await Promise.all(members.map((m) => m.server.close()));
@@ -104,7 +126,7 @@ export async function startSimFleet(opts: SimFleetOptions): Promise<SimFleet> {
       return p;
     },
     async close() {
-      await Promise.all(members.map((m) => m.server.close()));
+      await Promise.all(members.map((m) => m.stop()));
       for (const m of members) m.cluster.close();
       if (ownDir) await rm(dir, { recursive: true, force: true });
     },

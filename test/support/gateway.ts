@@ -18,17 +18,27 @@ export interface TestGateway {
   config: Config;
   servingCA: CertKeyPem;
   clientCA: CertKeyPem;
-  /** A kubeconfig for user in groups, issued by the gateway's client CA. */
-  kubeconfigFor(user: string, groups: string[]): Promise<string>;
+  /** A kubeconfig for user in groups, issued by the gateway's client CA (at path, or in the gateway's dir). */
+  kubeconfigFor(user: string, groups: string[], path?: string): Promise<string>;
   /** An endpoint for raw calls as user in groups. */
   endpointFor(user: string, groups: string[]): Promise<ClusterEndpoint>;
   close(): Promise<void>;
 }
 
-export async function startTestGateway(opts: { controlPlaneKubeconfig: string; extraYaml?: string; exposed?: string }): Promise<TestGateway> {
+export interface TestGatewayOptions {
+  controlPlaneKubeconfig: string;
+  extraYaml?: string;
+  exposed?: string;
+  /** A fixed port (a restarted gateway keeps its clients' kubeconfigs working). */
+  port?: number;
+  /** Reuse another test gateway's CAs, so its kubeconfigs stay valid. */
+  pki?: { servingCA: CertKeyPem; clientCA: CertKeyPem };
+}
+
+export async function startTestGateway(opts: TestGatewayOptions): Promise<TestGateway> {
   const dir = await mkdtemp(join(tmpdir(), 'fleetgate-gw-'));
-  const servingCA = await createCA('fleetgate-test-ca');
-  const clientCA = await createCA('fleetgate-test-client-ca');
+  const servingCA = opts.pki?.servingCA ?? (await createCA('fleetgate-test-ca'));
+  const clientCA = opts.pki?.clientCA ?? (await createCA('fleetgate-test-client-ca'));
   const serving = await issueServingCert(servingCA, ['127.0.0.1', 'localhost']);
   await writeFile(join(dir, 'serving.crt'), serving.certPem);
   await writeFile(join(dir, 'serving.key'), serving.keyPem, { mode: 0o600 });
@@ -36,7 +46,7 @@ export async function startTestGateway(opts: { controlPlaneKubeconfig: string; e
   const yaml = `
 server:
   address: 127.0.0.1
-  port: 0
+  port: ${opts.port ?? 0}
   tls:
     certFile: serving.crt
     keyFile: serving.key
@@ -74,9 +84,9 @@ ${opts.extraYaml ?? ''}
     config,
     servingCA,
     clientCA,
-    async kubeconfigFor(user, groups) {
+    async kubeconfigFor(user, groups, path) {
       const c = await certFor(user, groups);
-      const p = join(dir, `${user}-${groups.join('_') || 'none'}.kubeconfig`);
+      const p = path ?? join(dir, `${user}-${groups.join('_') || 'none'}.kubeconfig`);
       await writeFile(p, buildKubeconfig({ name: 'fleetgate', server: running.url, caPem: servingCA.certPem, user, clientCertPem: c.certPem, clientKeyPem: c.keyPem }), { mode: 0o600 });
       return p;
     },

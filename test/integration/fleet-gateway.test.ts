@@ -1,0 +1,238 @@
+// The whole gateway in front of the demo federation (a simulated control plane with Karmada Cluster objects and
+// members member-a/b/c): members are discovered from the Cluster objects, their pods and events are served merged
+// with a CLUSTER column, writes and streams reach the owning member, and a client-go informer through the gateway
+// stays in sync while members go down, watches are cut and the gateway itself restarts.
+
+import { spawn } from 'node:child_process';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/api/meta.js';
+import { startInformer } from '../clients/informer.js';
+import { requireGo } from '../e2e/require-go.js';
+import { startChurn } from '../sim/churn.js';
+import { startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
+import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { generatePod } from '../sim/podgen.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { call } from '../support/http.js';
+import { kubectl, kubectlPath, type KubectlVersion } from '../support/kubectl.js';
+
+let demo: DemoFleet;
+let gw: TestGateway;
+let admin: string;
+let dir: string;
+
+const EXPOSED = `    - group: ""
+      resources: [configmaps, namespaces]
+    - group: apps
+      resources: [deployments]
+    - group: apps.kruise.io
+      resources: [clonesets]`;
+
+async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`${what}: not within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function membersSynced(g: TestGateway, names: string[]): Promise<boolean> {
+  const r = await call({ url: g.url, caPem: g.servingCA.certPem }, 'GET', '/readyz?verbose');
+  return names.every((n) => new RegExp(`${n}: synced`).test(r.text));
+}
+
+/** Pods of the members as the members themselves have them: "cluster/namespace/name". */
+function truth(names: string[], namespace?: string): string[] {
+  return names.flatMap((n) => demo.fleet.member(n).cluster.list('', 'pods', namespace).map((p) => `${n}/${p.metadata.namespace}/${p.metadata.name}`)).sort();
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'fleetgate-fleet-gw-'));
+  demo = await startDemoFleet(join(dir, 'fleet'));
+  gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: EXPOSED });
+  admin = await gw.kubeconfigFor('admin', ['system:masters'], join(dir, 'admin.kubeconfig'));
+  await until(() => membersSynced(gw, ['member-a', 'member-b', 'member-c']), 30_000, 'member caches synced');
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await demo?.close();
+  await rm(dir, { recursive: true, force: true });
+});
+
+describe.each<KubectlVersion>(['1.27', '1.30', '1.33'])('kubectl %s through the gateway', (v) => {
+  it('get pods -A lists every member\'s pods with a CLUSTER column', async () => {
+    const r = await kubectl(v, admin, ['get', 'pods', '-A']);
+    expect(r.stderr).toBe('');
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]!.split(/\s{2,}/)).toEqual(['NAMESPACE', 'NAME', 'READY', 'STATUS', 'RESTARTS', 'CLUSTER', 'AGE']);
+    const rows = lines.slice(1).map((l) => l.split(/\s+/));
+    const got = rows.map((c) => `${c[5]}/${c[0]}/${c[1]}`).sort();
+    expect(got).toEqual(truth(['member-a', 'member-b', 'member-c']));
+  });
+
+  it('-o wide, a cluster label selector and a node field selector', async () => {
+    const wide = await kubectl(v, admin, ['get', 'pods', '-n', 'demo', '-o', 'wide']);
+    expect(wide.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['NAME', 'READY', 'STATUS', 'RESTARTS', 'CLUSTER', 'AGE', 'IP', 'NODE', 'NOMINATED NODE', 'READINESS GATES']);
+    const b = await kubectl(v, admin, ['get', 'pods', '-n', 'demo', '-l', 'fleetgate.io/cluster=member-b', '-o', 'name']);
+    expect(b.stdout.trim().split('\n').map((s) => s.replace('pod/', '')).sort()).toEqual(truth(['member-b'], 'demo').map((s) => s.split('/')[2]));
+    const node = await kubectl(v, admin, ['get', 'pods', '-A', '--field-selector', 'spec.nodeName=member-a-node-1', '-o', 'json']);
+    const items = JSON.parse(node.stdout).items as KubeObject[];
+    const want = demo.fleet.member('member-a').cluster.list('', 'pods').filter((p: any) => p.spec.nodeName === 'member-a-node-1');
+    expect(items.map((p) => p.metadata.name).sort()).toEqual(want.map((p) => p.metadata.name).sort());
+    expect(items.every((p) => p.metadata.labels?.['fleetgate.io/cluster'] === 'member-a')).toBe(true);
+  });
+
+  it('get events shows CLUSTER before LAST SEEN', async () => {
+    const r = await kubectl(v, admin, ['get', 'events', '-n', 'demo']);
+    expect(r.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['CLUSTER', 'LAST SEEN', 'TYPE', 'REASON', 'OBJECT', 'MESSAGE']);
+  });
+});
+
+describe('one name in two members', () => {
+  beforeAll(async () => {
+    for (const m of ['member-a', 'member-b']) {
+      const c = demo.fleet.member(m).cluster;
+      const { pod, status } = generatePod({ namespace: 'demo', app: 'dup', index: 1, node: `${m}-node-1` });
+      pod.metadata.name = 'twin';
+      (pod as any).status = status;
+      c.load(c.resourceFor('', 'pods')!, pod);
+    }
+    await until(async () => (await kubectl('1.33', admin, ['get', 'pods', '-n', 'demo', '--field-selector', 'metadata.name=twin', '-o', 'name'])).stdout.trim().split('\n').length === 2, 5000, 'twins cached');
+  });
+
+  it('get answers 409 naming the clusters; the list has both rows', async () => {
+    const r = await kubectl('1.33', admin, ['get', 'pod', 'twin', '-n', 'demo']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('member-a');
+    expect(r.stderr).toContain('member-b');
+    expect(r.stderr).toContain('(Conflict)');
+    const list = await kubectl('1.33', admin, ['get', 'pods', '-n', 'demo', '--field-selector', 'metadata.name=twin']);
+    expect(list.stdout.trim().split('\n').slice(1).map((l) => l.split(/\s+/)[4])).toEqual(['member-a', 'member-b']);
+  });
+});
+
+describe('writes and streams reach the owning member', () => {
+  const podIn = (m: string) => demo.fleet.member(m).cluster.list('', 'pods', 'demo').find((p) => p.metadata.labels?.app === 'web')!.metadata.name!;
+
+  it('logs and exec reach a pod in member-b', async () => {
+    const name = podIn('member-b');
+    const logs = await kubectl('1.33', admin, ['logs', name, '-n', 'demo', '--tail=2']);
+    expect(logs.stderr).toBe('');
+    expect(logs.stdout.trim().split('\n')).toHaveLength(2);
+    const exec = await kubectl('1.33', admin, ['exec', name, '-n', 'demo', '--', 'hostname']);
+    expect(exec.stdout.trim()).toBe(name);
+  });
+
+  it('delete pod removes it from its member', async () => {
+    const name = podIn('member-c');
+    const r = await kubectl('1.33', admin, ['delete', 'pod', name, '-n', 'demo', '--grace-period=0', '--force']);
+    expect(r.code).toBe(0);
+    expect(demo.fleet.member('member-c').cluster.get('', 'pods', 'demo', name)).toBeUndefined();
+  });
+
+  it('scaling a Deployment shows the new pods in get pods -w with their clusters', async () => {
+    const child = spawn(kubectlPath('1.33'), ['--kubeconfig', admin, 'get', 'pods', '-n', 'demo', '-l', 'app=api', '-w', '--output-watch-events'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    child.stdout.on('data', (d) => (out += d));
+    try {
+      await until(() => out.split('\n').length > 3, 10_000, 'initial list printed');
+      const before = out.split('\n').length;
+      const t0 = Date.now();
+      await kubectl('1.33', admin, ['scale', 'deploy', 'api', '-n', 'demo', '--replicas=6']);
+      await until(() => out.split('\n').filter((l) => l.startsWith('ADDED')).length >= 6, 10_000, 'three new pods shown');
+      expect(Date.now() - t0).toBeLessThan(5000);
+      const added = out.split('\n').slice(before - 1).filter((l) => l.startsWith('ADDED'));
+      expect(added.length).toBeGreaterThanOrEqual(3);
+      for (const l of added) expect(l).toMatch(/member-[abc]/);
+    } finally {
+      child.kill();
+    }
+  });
+});
+
+describe('members come and go at run time', () => {
+  let extra: SimFleet;
+  afterAll(async () => {
+    await extra?.close();
+  });
+
+  it('a Karmada Cluster added at run time brings its pods in; deleting it takes them away', async () => {
+    extra = await startSimFleet({ clusters: ['member-d'], podsPerCluster: 5, nodesPerCluster: 1 });
+    const cp = demo.fleet.member('control-plane').cluster;
+    cp.create(cp.resourceFor('', 'secrets')!, 'karmada-cluster', {
+      metadata: { name: 'member-d', namespace: 'karmada-cluster' },
+      data: { token: Buffer.from(extra.adminToken).toString('base64'), caBundle: Buffer.from(extra.servingCA.certPem).toString('base64') },
+    });
+    cp.create(cp.resourceFor('cluster.karmada.io', 'clusters')!, '', {
+      metadata: { name: 'member-d' },
+      spec: { apiEndpoint: extra.member('member-d').url, secretRef: { namespace: 'karmada-cluster', name: 'member-d' } },
+    });
+    const fromD = async () => (await kubectl('1.33', admin, ['get', 'pods', '-A', '-l', 'fleetgate.io/cluster=member-d', '-o', 'name'])).stdout.trim();
+    await until(async () => (await fromD()).split('\n').filter(Boolean).length === 5, 20_000, 'member-d pods served');
+    cp.delete(cp.resourceFor('cluster.karmada.io', 'clusters')!, '', 'member-d');
+    await until(async () => (await fromD()) === '', 20_000, 'member-d pods gone');
+  });
+});
+
+describe.skipIf(!requireGo())('a client-go informer through the gateway', () => {
+  it('stays in sync through churn, a member outage, cut watches and a gateway restart', async () => {
+    const members = ['member-a', 'member-b', 'member-c'];
+    let informer = startInformer(admin, { namespace: 'churn' });
+    await informer.waitFor((s) => s.synced, 60_000);
+    const churn = startChurn(members.map((m) => demo.fleet.member(m).cluster), { ratePerSecond: 200, namespace: 'churn', seed: 9 });
+    try {
+      await new Promise((r) => setTimeout(r, 1500));
+      // member-b goes down for a while; its pods stay served from the last known state.
+      await demo.fleet.member('member-b').stop();
+      await new Promise((r) => setTimeout(r, 2000));
+      await demo.fleet.member('member-b').start();
+      // Every watch between the members and the gateway is cut at once.
+      for (const m of members) {
+        await demo.fleet.member(m).stop();
+        await demo.fleet.member(m).start();
+      }
+      await new Promise((r) => setTimeout(r, 1500));
+    } finally {
+      churn.stop();
+    }
+    const want = () => truth(members, 'churn');
+    const seen = (s: { events: Array<{ type: string; namespace: string; name: string }> }) => {
+      const live = new Map<string, boolean>();
+      for (const e of s.events) live.set(`${e.namespace}/${e.name}`, e.type !== 'DELETED');
+      return live;
+    };
+    const inSync = (s: Parameters<typeof seen>[0]) => {
+      const live = seen(s);
+      const names = want().map((x) => x.split('/').slice(1).join('/'));
+      return names.every((n) => live.get(n)) && [...live.entries()].filter(([, v]) => v).length === names.length;
+    };
+    await informer.waitFor(inSync, 30_000);
+    let result = await informer.stop();
+    expect(result.synced).toBe(true);
+    expect(result.pods.map((p) => `${p.labels['fleetgate.io/cluster']}/${p.namespace}/${p.name}`).sort()).toEqual(want());
+
+    // A new gateway process: its resourceVersions are another space, so the informer relists (410) and converges.
+    informer = startInformer(admin, { namespace: 'churn' });
+    await informer.waitFor((s) => s.synced, 60_000);
+    const old = gw;
+    await old.close();
+    gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: EXPOSED, port: old.running.port, pki: old });
+    await until(() => membersSynced(gw, members), 30_000, 'new gateway synced');
+    const more = startChurn(members.map((m) => demo.fleet.member(m).cluster), { ratePerSecond: 200, namespace: 'churn', seed: 10, maxOps: 300, appPrefix: 'after' });
+    await more.done;
+    try {
+      await informer.waitFor(inSync, 60_000);
+    } catch (e) {
+      const live = seen(informer.state);
+      const names = want().map((x) => x.split('/').slice(1).join('/'));
+      console.log('DEBUG missing', names.filter((n) => !live.get(n)).slice(0, 5), 'extra', [...live.entries()].filter(([k, v]) => v && !names.includes(k)).slice(0, 5), 'requests', JSON.stringify(informer.state.requests.slice(-15)));
+      throw e;
+    }
+    result = await informer.stop();
+    expect(result.pods.map((p) => `${p.labels['fleetgate.io/cluster']}/${p.namespace}/${p.name}`).sort()).toEqual(want());
+  }, 240_000);
+});

@@ -31,8 +31,13 @@ import {
   LOG_LEVELS,
   TLS_VERSIONS,
   type AuthenticationConfig,
+  type AdmissionConfig,
+  type AuditConfig,
+  type AuthorizationConfig,
   type CacheConfig,
   type CacheMode,
+  type FlowControlConfig,
+  type ScaleDownResourceConfig,
   type StaticMemberConfig,
   type Config,
   type ControlPlaneConfig,
@@ -61,7 +66,7 @@ export interface ParseOptions {
   checkFiles?: boolean;
 }
 
-const TOP = ['server', 'controlPlane', 'authentication', 'resources', 'cache', 'logging', 'metrics'] as const;
+const TOP = ['server', 'controlPlane', 'authentication', 'resources', 'cache', 'audit', 'flowControl', 'authorization', 'admission', 'logging', 'metrics'] as const;
 const SECONDS = (min: number) => int(min, 86_400, `a whole number of seconds (${min}-86400)`);
 
 export function loadConfig(path: string, opts: ParseOptions = {}): Config {
@@ -101,12 +106,16 @@ export function parseConfig(yamlText: string, source: string, opts: ParseOptions
   const authentication = readAuthentication(w, top['authentication'], server.tls.clientCAFile, files);
   const resources = { exposed: readExposed(w, top['resources']) };
   const cache = readCache(w, top['cache'], files);
+  const audit = readAudit(w, top['audit'], files);
+  const flowControl = readFlowControl(w, top['flowControl']);
+  const authorization = readAuthorization(w, top['authorization']);
+  const admission = readAdmission(w, top['admission']);
   mapping(w, 'metrics', top['metrics'], []);
   const logging = mapping(w, 'logging', top['logging'], ['level']) ?? {};
   const level = opt(w, logging, 'logging', 'level', oneOf(LOG_LEVELS), DEFAULTS.logLevel);
 
   if (w.errors.length > 0) throw new ConfigError(source, w.errors);
-  return { server, controlPlane, authentication, resources, cache, logging: { level }, metrics: {} };
+  return { server, controlPlane, authentication, resources, cache, audit, flowControl, authorization, admission, logging: { level }, metrics: {} };
 }
 
 function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
@@ -194,6 +203,105 @@ function readCache(w: Walk, v: unknown, files: boolean): CacheConfig {
     ...(facade ? { facade } : {}),
   };
 }
+
+function readAudit(w: Walk, v: unknown, files: boolean): AuditConfig {
+  const path = 'audit';
+  const a = mapping(w, path, v, ['policyFile', 'log', 'webhook', 'failOpen']) ?? {};
+  const policyFile = opt(w, a, path, 'policyFile', filePathOrEmpty, '');
+  if (files && policyFile) readText(w, child(path, 'policyFile'), policyFile);
+  let log: AuditConfig['log'];
+  if (a['log'] !== undefined && a['log'] !== null) {
+    const p = child(path, 'log');
+    const l = mapping(w, p, a['log'], ['path', 'maxSizeBytes', 'maxBackups']) ?? {};
+    const file = req(w, l, p, 'path', filePath, 'the path of the audit log file');
+    const maxSizeBytes = opt(w, l, p, 'maxSizeBytes', int(0, Number.MAX_SAFE_INTEGER, 'a whole number of bytes (0: never rotate)'), 100 * 1024 * 1024);
+    const maxBackups = opt(w, l, p, 'maxBackups', int(0, 100_000, 'a whole number of files (0: keep all)'), 10);
+    if (file) log = { path: file, maxSizeBytes, maxBackups };
+  }
+  let webhook: AuditConfig['webhook'];
+  if (a['webhook'] !== undefined && a['webhook'] !== null) {
+    const p = child(path, 'webhook');
+    const h = mapping(w, p, a['webhook'], ['kubeconfig', 'context', 'mode', 'bufferSize', 'maxBatchSize', 'maxBatchWaitMs']) ?? {};
+    const kubeconfig = req(w, h, p, 'kubeconfig', filePath, 'a path to a kubeconfig for the audit webhook');
+    const context = opt(w, h, p, 'context', text({ empty: true }), '');
+    if (files && kubeconfig) checkKubeconfig(w, child(p, 'kubeconfig'), kubeconfig, child(p, 'context'), context);
+    const mode = opt<'batch' | 'blocking' | undefined>(w, h, p, 'mode', oneOf(['batch', 'blocking'] as const), undefined);
+    const bufferSize = opt(w, h, p, 'bufferSize', int(1, 10_000_000, 'a whole number of events'), 10_000);
+    const maxBatchSize = opt(w, h, p, 'maxBatchSize', int(1, 100_000, 'a whole number of events'), 400);
+    const maxBatchWaitMs = opt(w, h, p, 'maxBatchWaitMs', int(1, 3_600_000, 'milliseconds'), 30_000);
+    if (kubeconfig) webhook = { kubeconfig, context, ...(mode ? { mode } : {}), bufferSize, maxBatchSize, maxBatchWaitMs };
+  }
+  return { policyFile, ...(log ? { log } : {}), ...(webhook ? { webhook } : {}), failOpen: opt(w, a, path, 'failOpen', bool, false) };
+}
+
+const filePathOrEmpty: Reader<string> = (w, path, v) => (v === '' ? '' : filePath(w, path, v));
+
+function readFlowControl(w: Walk, v: unknown): FlowControlConfig {
+  const path = 'flowControl';
+  const f = mapping(w, path, v, ['enabled', 'configDir', 'maxRequestsInflight', 'maxMutatingRequestsInflight']) ?? {};
+  return {
+    enabled: opt(w, f, path, 'enabled', bool, true),
+    configDir: opt(w, f, path, 'configDir', filePathOrEmpty, ''),
+    maxRequestsInflight: opt(w, f, path, 'maxRequestsInflight', int(1, 1_000_000, 'a whole number of requests (at least 1)'), 400),
+    maxMutatingRequestsInflight: opt(w, f, path, 'maxMutatingRequestsInflight', int(1, 1_000_000, 'a whole number of requests (at least 1)'), 200),
+  };
+}
+
+function readAuthorization(w: Walk, v: unknown): AuthorizationConfig {
+  const path = 'authorization';
+  const a = mapping(w, path, v, ['cachedReads']) ?? {};
+  const p = child(path, 'cachedReads');
+  const c = mapping(w, p, a['cachedReads'], ['mode', 'cacheSize', 'allowedTTLSeconds', 'deniedTTLSeconds']) ?? {};
+  return {
+    cachedReads: {
+      mode: opt(w, c, p, 'mode', oneOf(['controlPlane', 'perCluster'] as const), 'controlPlane' as const),
+      cacheSize: opt(w, c, p, 'cacheSize', int(0, 10_000_000, 'a whole number of decisions (0: no cache)'), 10_000),
+      allowedTTLSeconds: opt(w, c, p, 'allowedTTLSeconds', int(0, 86_400, 'seconds (0-86400)'), 300),
+      deniedTTLSeconds: opt(w, c, p, 'deniedTTLSeconds', int(0, 86_400, 'seconds (0-86400)'), 30),
+    },
+  };
+}
+
+function readAdmission(w: Walk, v: unknown): AdmissionConfig {
+  const path = 'admission';
+  const a = mapping(w, path, v, ['breakGlassGroups', 'deletionProtection', 'scaleDown']) ?? {};
+  const dp = mapping(w, child(path, 'deletionProtection'), a['deletionProtection'], ['enabled']) ?? {};
+  const sp = child(path, 'scaleDown');
+  const sd = mapping(w, sp, a['scaleDown'], ['enabled', 'maxReductionPercent', 'allowScaleToZero', 'resources']) ?? {};
+  const resources: ScaleDownResourceConfig[] = [];
+  const list = sd['resources'];
+  const rp = child(sp, 'resources');
+  if (list !== undefined && list !== null && !Array.isArray(list)) problem(w, rp, `${show(list)} is not a list of {group, resource, replicasPath}`);
+  else if (Array.isArray(list)) {
+    list.forEach((entry, i) => {
+      const p = item(rp, i);
+      const r = mapping(w, p, entry, ['group', 'resource', 'replicasPath', 'maxReductionPercent', 'allowScaleToZero']);
+      if (!r) return;
+      const group = opt(w, r, p, 'group', text({ empty: true }), '');
+      const resource = req(w, r, p, 'resource', text(), 'the plural resource name (e.g. rollouts)');
+      const replicasPath = req(w, r, p, 'replicasPath', replicasPathReader, 'the JSON path of the replicas (e.g. .spec.replicas)');
+      const pct = opt<number | undefined>(w, r, p, 'maxReductionPercent', int(0, 100, 'a percentage (0-100)'), undefined);
+      const zero = opt<boolean | undefined>(w, r, p, 'allowScaleToZero', bool, undefined);
+      if (resource && replicasPath) resources.push({ group, resource, replicasPath, ...(pct !== undefined ? { maxReductionPercent: pct } : {}), ...(zero !== undefined ? { allowScaleToZero: zero } : {}) });
+    });
+  }
+  return {
+    breakGlassGroups: opt(w, a, path, 'breakGlassGroups', stringList({ allowEmpty: true }), []),
+    deletionProtection: { enabled: opt(w, dp, child(path, 'deletionProtection'), 'enabled', bool, true) },
+    scaleDown: {
+      enabled: opt(w, sd, sp, 'enabled', bool, true),
+      maxReductionPercent: opt(w, sd, sp, 'maxReductionPercent', int(0, 100, 'a percentage (0-100)'), 50),
+      allowScaleToZero: opt(w, sd, sp, 'allowScaleToZero', bool, false),
+      resources,
+    },
+  };
+}
+
+const replicasPathReader: Reader<string> = (w, path, v) => {
+  if (typeof v === 'string' && /^(\.[A-Za-z0-9_-]+)+$/.test(v)) return v;
+  problem(w, path, `${show(v)} is not a field path like .spec.replicas`);
+  return undefined;
+};
 
 const memberName: Reader<string> = (w, path, v) => {
   if (typeof v === 'string' && /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v) && v.length <= 63) return v;

@@ -10,6 +10,10 @@ export interface Config {
   authentication: AuthenticationConfig;
   resources: ResourcesConfig;
   cache: CacheConfig;
+  audit: AuditConfig;
+  flowControl: FlowControlConfig;
+  authorization: AuthorizationConfig;
+  admission: AdmissionConfig;
   logging: LoggingConfig;
   metrics: MetricsConfig;
 }
@@ -110,6 +114,49 @@ export interface CacheConfig {
   dropManagedFields: boolean;
   /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */
   facade?: { kubeconfig: string; context: string };
+}
+
+export interface AuditConfig {
+  /** audit.k8s.io/v1 Policy; "" is the policy shipped in config/audit-policy.yaml. */
+  policyFile: string;
+  /** JSON-lines log; absent: no log file. */
+  log?: { path: string; maxSizeBytes: number; maxBackups: number };
+  /** Webhook reached through a kubeconfig; absent: no webhook. */
+  webhook?: { kubeconfig: string; context: string; mode?: 'batch' | 'blocking'; bufferSize: number; maxBatchSize: number; maxBatchWaitMs: number };
+  /** Let mutations through when their audit record cannot be stored. Off: they are refused with 503. */
+  failOpen: boolean;
+}
+
+export interface FlowControlConfig {
+  enabled: boolean;
+  /** FlowSchema and PriorityLevelConfiguration YAML files; "" is the set shipped in config/flowcontrol. */
+  configDir: string;
+  maxRequestsInflight: number;
+  maxMutatingRequestsInflight: number;
+}
+
+export interface AuthorizationConfig {
+  cachedReads: {
+    /** controlPlane: one review against the control plane decides every member; perCluster: each member's RBAC. */
+    mode: 'controlPlane' | 'perCluster';
+    cacheSize: number;
+    allowedTTLSeconds: number;
+    deniedTTLSeconds: number;
+  };
+}
+
+export interface ScaleDownResourceConfig {
+  group: string;
+  resource: string;
+  replicasPath: string;
+  maxReductionPercent?: number;
+  allowScaleToZero?: boolean;
+}
+
+export interface AdmissionConfig {
+  breakGlassGroups: string[];
+  deletionProtection: { enabled: boolean };
+  scaleDown: { enabled: boolean; maxReductionPercent: number; allowScaleToZero: boolean; resources: ScaleDownResourceConfig[] };
 }
 
 export const CACHE_MODES: readonly CacheMode[] = ['all', 'cache', 'facade'];

@@ -52,6 +52,10 @@ describe('config defaults', () => {
         ],
       },
       cache: { mode: 'all', members: [], karmada: { enabled: true }, qps: 40, burst: 60, windowSize: 100_000, dropManagedFields: true },
+      audit: { policyFile: '', failOpen: false },
+      flowControl: { enabled: true, configDir: '', maxRequestsInflight: 400, maxMutatingRequestsInflight: 200 },
+      authorization: { cachedReads: { mode: 'controlPlane', cacheSize: 10_000, allowedTTLSeconds: 300, deniedTTLSeconds: 30 } },
+      admission: { breakGlassGroups: [], deletionProtection: { enabled: true }, scaleDown: { enabled: true, maxReductionPercent: 50, allowScaleToZero: false, resources: [] } },
       logging: { level: 'info' },
       metrics: {},
     } satisfies Config);
@@ -132,7 +136,7 @@ logging: { level: loud }
 extra: true
 `);
     expect(errors).toEqual([
-      'config: extra: unknown field; allowed: server, controlPlane, authentication, resources, cache, logging, metrics',
+      'config: extra: unknown field; allowed: server, controlPlane, authentication, resources, cache, audit, flowControl, authorization, admission, logging, metrics',
       'config: server.prot: unknown field; did you mean "port"? allowed: address, port, tls, maxRequestBodyBytes, requestTimeoutSeconds, shutdownGracePeriodSeconds',
       'config: server.tls.certFile: "" is not a file path',
       'config: server.tls.keyFile: missing; a path to the serving private key (PEM) is required',
@@ -174,7 +178,7 @@ extra: true
     const [bad] = errorsOf('server: [1,\n', '/x/c.yaml');
     expect(bad).toMatch(/^config: \/x\/c\.yaml: .* at line \d+, column \d+$/);
     expect(errorsOf('- a\n- b\n', '/x/c.yaml')).toEqual([
-      'config: /x/c.yaml: a list is not a mapping; the file must be a YAML mapping with the sections server, controlPlane, authentication, resources, cache, logging, metrics',
+      'config: /x/c.yaml: a list is not a mapping; the file must be a YAML mapping with the sections server, controlPlane, authentication, resources, cache, audit, flowControl, authorization, admission, logging, metrics',
     ]);
   });
 });
@@ -409,6 +413,11 @@ server: { zzz: 1, tls: { zzz: 1 } }
 controlPlane: { zzz: 1 }
 authentication: { zzz: 1, anonymous: { zzz: 1 }, x509: { zzz: 1 }, oidc: [ { zzz: 1 } ] }
 resources: { zzz: 1, exposed: [ { zzz: 1 } ] }
+cache: { zzz: 1, members: [ { zzz: 1 } ], karmada: { zzz: 1 }, facade: { zzz: 1 } }
+audit: { zzz: 1, log: { zzz: 1 }, webhook: { zzz: 1 } }
+flowControl: { zzz: 1 }
+authorization: { zzz: 1, cachedReads: { zzz: 1 } }
+admission: { zzz: 1, deletionProtection: { zzz: 1 }, scaleDown: { zzz: 1, resources: [ { zzz: 1 } ] } }
 logging: { zzz: 1 }
 `;
     const fields = new Set<string>();

@@ -28,6 +28,16 @@ export interface StaleMember {
   since: number;
 }
 
+const READ_WARNINGS = Symbol('cachedReadWarnings');
+
+/**
+ * A Warning an earlier step wants on this cached read's response (authorization naming the members it left out);
+ * serveCached owns the header and sends these before its own.
+ */
+export function addCachedReadWarning(ctx: RequestContext, text: string): void {
+  ((ctx as { [READ_WARNINGS]?: string[] })[READ_WARNINGS] ??= []).push(warningHeader(text));
+}
+
 export interface ServeCachedOptions {
   /** Members whose objects are served from their last known state. */
   stale: () => StaleMember[];
@@ -78,7 +88,7 @@ export async function serveCached(ctx: RequestContext, cache: MergedCache, opts:
   if (info.verb === 'get' && !info.namespace) throw newResourceNotFound();
   const allowed = opts.allowedClusters;
   const filter: ObjectFilter | undefined = allowed ? (o) => allowed(o.labels[CLUSTER_LABEL] ?? '') : undefined;
-  const warnings = staleWarnings(opts.stale(), allowed);
+  const warnings = staleWarnings(opts.stale(), allowed, (ctx as { [READ_WARNINGS]?: string[] })[READ_WARNINGS]);
   if (warnings.length > 0) ctx.res.setHeader('Warning', warnings);
   const q = ctx.url.searchParams;
   const gr = { group: v.desc.group, version: v.desc.version, resource: v.desc.resource };
@@ -175,8 +185,8 @@ function writeForeignWatch(res: Response, store: Store, rv: string): void {
   res.end(errorEventFromStatus(err.status));
 }
 
-function staleWarnings(stale: StaleMember[], allowed?: ClusterFilter): string[] {
-  const out: string[] = [];
+function staleWarnings(stale: StaleMember[], allowed?: ClusterFilter, noted?: string[]): string[] {
+  const out: string[] = noted ?? [];
   for (const s of stale) {
     if (allowed && !allowed(s.cluster)) continue;
     const since = new Date(s.since).toISOString().replace(/\.\d{3}Z$/, 'Z');

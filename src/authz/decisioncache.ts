@@ -1,0 +1,112 @@
+// Caching of SubjectAccessReview decisions, as kube-apiserver's webhook authorizer caches them
+// (k8s.io/apiserver/plugin/pkg/authorizer/webhook): keyed by everything the review asks (the whole spec), allowed
+// and denied decisions kept for different times (a denial should not outlive a fresh RoleBinding for long),
+// failed reviews never kept, and requests whose caller-controlled attributes are huge not cached at all so they
+// cannot flush the cache. Concurrent identical reviews share one request.
+
+import { LRUCache } from 'lru-cache';
+import type { Attributes, Decision } from '../api/user.js';
+
+export type SubjectAccessReviewer = (attrs: Attributes) => Promise<Decision>;
+
+export interface DecisionCacheOptions {
+  /** Entries kept at most; the least recently used go first. */
+  maxEntries: number;
+  /** How long an allowed decision is reused (kube: --authorization-webhook-cache-authorized-ttl, 5m); 0: not cached. */
+  allowedTTLms: number;
+  /** How long a denied decision is reused (kube: --authorization-webhook-cache-unauthorized-ttl, 30s); 0: not cached. */
+  deniedTTLms: number;
+  /** Tests: the clock TTLs are measured with (ms, monotonic). */
+  now?: () => number;
+}
+
+/** kube's defaults: an LRU of 8192 decisions, 5 minutes for allowed, 30 seconds for denied. */
+export const DECISION_CACHE_DEFAULTS: Readonly<DecisionCacheOptions> = Object.freeze({
+  maxEntries: 8192,
+  allowedTTLms: 5 * 60_000,
+  deniedTTLms: 30_000,
+});
+
+// The webhook authorizer's maxControlledAttrCacheSize.
+const MAX_CONTROLLED_ATTR_SIZE = 10_000;
+
+export interface DecisionCache {
+  /** A decision still fresh for key, or undefined. */
+  peek(key: string): Decision | undefined;
+  /** The cached decision for key or, failing that, sar's, remembered for its TTL (errors are not remembered). */
+  review(key: string, attrs: Attributes, sar: SubjectAccessReviewer): Promise<Decision>;
+  readonly size: number;
+}
+
+export function newDecisionCache(o: DecisionCacheOptions): DecisionCache {
+  validate(o);
+  const lru = new LRUCache<string, Decision>({
+    max: o.maxEntries,
+    ...(o.now ? { perf: { now: o.now }, ttlResolution: 0 } : {}),
+  });
+  const inflight = new Map<string, Promise<Decision>>();
+  return {
+    peek: (key) => lru.get(key),
+    review(key, attrs, sar) {
+      const hit = lru.get(key);
+      if (hit) return Promise.resolve(hit);
+      const pending = inflight.get(key);
+      if (pending) return pending;
+      const p = sar(attrs).then(
+        (d) => {
+          inflight.delete(key);
+          // A TTL of 0 means "do not cache" here; to lru-cache it would mean "forever".
+          const ttl = d.allowed ? o.allowedTTLms : o.deniedTTLms;
+          if (ttl > 0 && shouldCache(attrs)) lru.set(key, d, { ttl });
+          return d;
+        },
+        (e: unknown) => {
+          inflight.delete(key);
+          throw e;
+        },
+      );
+      inflight.set(key, p);
+      return p;
+    },
+    get size() {
+      return lru.size;
+    },
+  };
+}
+
+/** A reviewer that asks sar only when no fresh decision for the same attributes is cached. */
+export function cachingReviewer(sar: SubjectAccessReviewer, o: Partial<DecisionCacheOptions> = {}): SubjectAccessReviewer {
+  const cache = newDecisionCache({ ...DECISION_CACHE_DEFAULTS, ...o });
+  return (attrs) => cache.review(decisionKey(attrs), attrs, sar);
+}
+
+/**
+ * Everything a SubjectAccessReview spec carries for attrs: user name, uid, groups (in order, as sent), extra (keys
+ * sorted, as Go marshals a map), and the resource or non-resource attributes. JSON, so no value can run into
+ * another.
+ */
+export function decisionKey(attrs: Attributes): string {
+  const u = attrs.user;
+  let extra: Array<[string, string[]]> | undefined;
+  if (u.extra) {
+    const keys = Object.keys(u.extra);
+    if (keys.length > 0) extra = keys.sort().map((k) => [k, u.extra![k]!]);
+  }
+  const request = attrs.isResourceRequest
+    ? ['r', attrs.verb, attrs.apiGroup, attrs.apiVersion, attrs.resource, attrs.subresource, attrs.namespace, attrs.name]
+    : ['n', attrs.verb, attrs.path];
+  return JSON.stringify([u.username, u.uid ?? '', u.groups, extra ?? null, request]);
+}
+
+function shouldCache(a: Attributes): boolean {
+  const size = a.namespace.length + a.verb.length + a.apiGroup.length + a.apiVersion.length + a.resource.length +
+    a.subresource.length + a.name.length + a.path.length;
+  return size < MAX_CONTROLLED_ATTR_SIZE;
+}
+
+function validate(o: DecisionCacheOptions): void {
+  if (!Number.isInteger(o.maxEntries) || o.maxEntries < 1) throw new Error(`authorization cache: maxEntries must be a positive integer, not ${o.maxEntries}`);
+  for (const k of ['allowedTTLms', 'deniedTTLms'] as const) {
+    if (!Number.isFinite(o[k]) || o[k] < 0) throw new Error(`authorization cache: ${k} must be a non-negative number of milliseconds, not ${o[k]}`);
+  }
+}

@@ -29,6 +29,8 @@ export interface RequestContext {
   deadline?: number;
   /** The request body, once a step has read it (src/request/body.ts). */
   body?: Buffer;
+  /** For reads served from the member cache: which members the caller may read (undefined: all). */
+  allowedClusters?: (cluster: string) => boolean;
   /** Set for HTTP/1.1 upgrade requests (exec, attach, port-forward): res is unused, routing tunnels the socket. */
   upgrade?: { socket: Duplex; head: Buffer };
   log: Logger;

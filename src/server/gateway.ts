@@ -6,7 +6,10 @@ import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import type { Attributes, Decision } from '../api/user.js';
 import { newAuthenticator, type Authenticator } from '../authn/index.js';
+import { compileRules, defaultAdmissionRules, type AdmissionRules } from '../admission/index.js';
+import { defaultPolicyPath, loadPolicyFile, newAuditor, type Auditor } from '../audit/index.js';
 import { fleetReadAuthorizer, type CachedReadAuthorizer } from '../authz/cachedreads.js';
+import { newFlowControl, type FlowControl } from '../flowcontrol/index.js';
 import { MergedCache } from '../cache/merged.js';
 import type { ActiveWatch } from '../cache/watch.js';
 import { ALWAYS_EXPOSED, type Config } from '../config/index.js';
@@ -41,6 +44,10 @@ export interface Gateway {
   authorizeCachedRead: CachedReadAuthorizer;
   /** Watches served from the cache, ended on shutdown. */
   watches: Set<ActiveWatch>;
+  auditor: Auditor;
+  /** Absent when flowControl.enabled is false. */
+  flowControl?: FlowControl;
+  admissionRules: AdmissionRules;
   close(): Promise<void>;
 }
 
@@ -68,6 +75,17 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
   const sar = (attrs: Attributes) => subjectAccessReview(controlPlane, attrs);
   const members = config.cache.mode === 'facade' ? undefined : startMembers(config, controlPlane, log, metrics);
   const cacheService = config.cache.facade && config.cache.mode === 'facade' ? upstreamFromKubeconfig(config.cache.facade.kubeconfig, config.cache.facade.context || undefined, 'cache-service') : undefined;
+  const auditor = newAuditorFrom(config, log, metrics);
+  const flowControl = config.flowControl.enabled
+    ? await newFlowControl({
+        configDir: config.flowControl.configDir || undefined,
+        maxRequestsInflight: config.flowControl.maxRequestsInflight,
+        maxMutatingRequestsInflight: config.flowControl.maxMutatingRequestsInflight,
+        registry: metrics.registry,
+        log: log.child({ component: 'flowcontrol' }),
+      })
+    : undefined;
+  const admissionRules = admissionRulesFrom(config);
   const g: Gateway = {
     config,
     log,
@@ -82,9 +100,14 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
     cacheService,
     authorizeCachedRead: fleetReadAuthorizer(sar),
     watches: new Set(),
+    auditor,
+    flowControl,
+    admissionRules,
     async close() {
       for (const w of g.watches) w.stop();
       authenticator.close();
+      flowControl?.close();
+      await auditor.close();
       if (members) {
         await members.caches.close();
         await members.connections.close();
@@ -105,6 +128,35 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
   });
   if (members) g.health.readyz.push(...memberChecks(members));
   return g;
+}
+
+function newAuditorFrom(config: Config, log: Logger, metrics: ApiserverMetrics): Auditor {
+  const a = config.audit;
+  const policy = loadPolicyFile(a.policyFile || defaultPolicyPath());
+  const webhookUpstream = a.webhook ? upstreamFromKubeconfig(a.webhook.kubeconfig, a.webhook.context || undefined, 'audit-webhook') : undefined;
+  return newAuditor(
+    {
+      policy,
+      ...(a.log ? { log: { path: a.log.path, maxSizeBytes: a.log.maxSizeBytes, maxBackups: a.log.maxBackups } } : {}),
+      ...(a.webhook ? { webhook: { ...(a.webhook.mode ? { mode: a.webhook.mode } : {}), bufferSize: a.webhook.bufferSize, maxBatchSize: a.webhook.maxBatchSize, maxBatchWaitMs: a.webhook.maxBatchWaitMs } } : {}),
+      failOpen: a.failOpen,
+      maxRequestBodyBytes: config.server.maxRequestBodyBytes,
+    },
+    { log: log.child({ component: 'audit' }), registry: metrics.registry, ...(webhookUpstream ? { webhookUpstream } : {}) },
+  );
+}
+
+function admissionRulesFrom(config: Config): AdmissionRules {
+  const rules = defaultAdmissionRules();
+  const a = config.admission;
+  rules.deletionProtection.enabled = a.deletionProtection.enabled;
+  rules.scaleDown.enabled = a.scaleDown.enabled;
+  rules.scaleDown.maxReductionPercent = a.scaleDown.maxReductionPercent;
+  rules.scaleDown.allowScaleToZero = a.scaleDown.allowScaleToZero;
+  rules.scaleDown.resources.push(...a.scaleDown.resources);
+  // Fails at start, naming the rule, rather than at the first request.
+  compileRules(rules);
+  return rules;
 }
 
 function startMembers(config: Config, controlPlane: Upstream, log: Logger, metrics: ApiserverMetrics): MemberCluster {

@@ -12,7 +12,8 @@ import { forward } from '../upstream/forward.js';
 import { forwardUpgrade } from '../upstream/upgrade.js';
 import { serveCached, isCachedRead } from '../cache/serve.js';
 import type { ActiveWatch } from '../cache/watch.js';
-import { routesToMember, routeToMember } from '../members/route.js';
+import { markInitialEventsSent } from '../flowcontrol/index.js';
+import { memberResourceOf, routesToMember, routeToMember } from '../members/route.js';
 import type { Upstream } from '../upstream/client.js';
 import type { Step } from './chain.js';
 import type { RequestContext } from './context.js';
@@ -32,8 +33,10 @@ export function routingStep(g: Gateway): Step {
       const m = g.members;
       if (!m) throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster ?? '');
       if (!ctx.cluster && isCachedRead(info)) {
-        const allowed = await g.authorizeCachedRead(ctx);
-        return serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: allowed, onWatch: (w) => trackWatch(g, w) });
+        await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, w) });
+        // A watch's initial events are written by now: it stops holding flow-control seats.
+        if (info.verb === 'watch') markInitialEventsSent(ctx);
+        return;
       }
       return routeToMember(ctx, { cache: m.cache, members: m.connections, maxBodyBytes: g.config.server.maxRequestBodyBytes, isStale: (c) => m.caches.isStale(c) });
     }
@@ -48,6 +51,8 @@ export function routingStep(g: Gateway): Step {
       await forward(g.controlPlane, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path: targetPath(ctx) });
       return;
     }
+    // A forwarded watch is the upstream's to pace (its own flow control): it holds no seats here.
+    if (info.verb === 'watch') markInitialEventsSent(ctx);
     if (info.apiGroup === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews' && info.verb === 'create' && SSR_VERSIONS.has(info.apiVersion)) {
       // The gateway knows the caller; the control plane would only see the impersonated identity.
       return writeJSON(ctx.res, 201, JSON.stringify(selfSubjectReviewResponse(ctx.user!, `authentication.k8s.io/${info.apiVersion}` as any)));
@@ -65,6 +70,44 @@ export function routingStep(g: Gateway): Step {
     }
     await forward(g.controlPlane, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path: targetPath(ctx), body });
   };
+}
+
+/** Reads the member cache answers itself (authorized by the authorization step). */
+export function servedFromCache(g: Gateway, ctx: RequestContext): boolean {
+  return !!g.members && !g.cacheService && !ctx.cluster && !ctx.upgrade && isCachedRead(ctx.info);
+}
+
+/** For flow control: how many objects a cached LIST goes through (its seats grow with it). */
+export function estimateCachedObjects(g: Gateway, ctx: RequestContext): number | undefined {
+  const info = ctx.info;
+  if (info.verb !== 'list' || !servedFromCache(g, ctx)) return undefined;
+  const resource = memberResourceOf(info);
+  if (!resource) return undefined;
+  const prefix = info.namespace ? `${info.namespace}/` : '';
+  return g.members!.cache.storeOf(resource).snapshot().countFrom('', prefix);
+}
+
+/**
+ * For admission: where a write will go, as routing will send it (the caller's own rights there decide what the
+ * checks may read). undefined for what the gateway answers itself or does not forward.
+ */
+export function upstreamFor(g: Gateway, ctx: RequestContext): Upstream | Upstream[] | undefined {
+  const info = ctx.info;
+  if (ctx.upgrade || !info.isResourceRequest) return undefined;
+  const toMembers = ctx.cluster !== undefined || isCachedRead(info) || routesToMember(ctx);
+  // Facade: the cache service runs the same chain, admission included.
+  if (toMembers && g.cacheService) return undefined;
+  if (toMembers) {
+    const m = g.members;
+    if (!m || isCachedRead(info)) return undefined;
+    if (ctx.cluster) return m.connections.get(ctx.cluster)?.impersonator;
+    const resource = memberResourceOf(info)!;
+    const clusters = info.name ? m.cache.owners(resource, info.namespace, info.name).map((o) => o.cluster) : m.connections.names();
+    return clusters.map((c) => m.connections.get(c)?.impersonator).filter((u): u is Upstream => u !== undefined);
+  }
+  if (info.apiGroup === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews') return undefined;
+  if (!g.exposed.isExposed(info.apiGroup, info.resource)) return undefined;
+  return g.controlPlane;
 }
 
 /** Facade mode: the cache service answers pods, events and /clusters/..., as the caller. */

@@ -126,6 +126,8 @@ export function responseHeaders(headers: IncomingHttpHeaders): Record<string, st
   for (const name in headers) {
     const v = headers[name];
     if (v === undefined || HOP_BY_HOP.has(name) || (listed !== null && listed.has(name))) continue;
+    // The gateway's own flow control classified this request; the upstream's classification is its business.
+    if (name.startsWith('x-kubernetes-pf-')) continue;
     out[name] = v;
   }
   return out;

@@ -40,9 +40,11 @@ export interface DecisionCache {
 
 export function newDecisionCache(o: DecisionCacheOptions): DecisionCache {
   validate(o);
+  const clock = o.now;
   const lru = new LRUCache<string, Decision>({
     max: o.maxEntries,
-    ...(o.now ? { perf: { now: o.now }, ttlResolution: 0 } : {}),
+    // lru-cache reads a start time of 0 as "no TTL"; a test clock may well start there.
+    ...(clock ? { perf: { now: () => clock() + 1 }, ttlResolution: 0 } : {}),
   });
   const inflight = new Map<string, Promise<Decision>>();
   return {

@@ -58,6 +58,8 @@ export async function demo(opts: DemoOptions): Promise<void> {
       `  kubectl --kubeconfig ${alice} get pods -n kube-system     # forbidden: alice may only use namespace demo`,
       `  fleetgate certs issue --dir ${dir} --user bob --group dev --server ${server} --out ${join(dir, 'bob.kubeconfig')}`,
       '',
+      `Audit log: ${join(dir, 'audit.log')}. Deployment web is deletion-protected; scale-downs of more than half are refused.`,
+      '',
       'Press Ctrl-C to stop.',
       '',
     ].join('\n'),
@@ -99,6 +101,9 @@ resources:
       resources: [clusters]
     - group: rbac.authorization.k8s.io
       resources: [roles, rolebindings]
+audit:
+  log:
+    path: audit.log
 logging:
   level: warn
 `;

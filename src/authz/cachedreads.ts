@@ -22,7 +22,7 @@ import { addAuditAnnotation, annotateAuthorization, ANNOTATION_REASON } from '..
 import { addCachedReadWarning, type ClusterFilter } from '../cache/serve.js';
 import type { RequestInfo } from '../request/requestinfo.js';
 import type { RequestContext } from '../server/context.js';
-import { DECISION_CACHE_DEFAULTS, decisionKey, newDecisionCache, type DecisionCacheOptions, type SubjectAccessReviewer } from './decisioncache.js';
+import { decisionCacheFor, decisionKey, type DecisionCacheOptions, type SubjectAccessReviewer } from './decisioncache.js';
 
 export { cachingReviewer, DECISION_CACHE_DEFAULTS, type DecisionCacheOptions, type SubjectAccessReviewer } from './decisioncache.js';
 
@@ -69,7 +69,7 @@ export function fleetReadAuthorizer(sar: SubjectAccessReviewer): CachedReadAutho
 }
 
 export interface PerClusterOptions {
-  /** Decision caching per member and attributes (kube's webhook defaults); false: every read asks every member. */
+  /** Decision caching per member and attributes (kube's webhook defaults); false or maxEntries 0: every read asks every member. */
   cache?: Partial<DecisionCacheOptions> | false;
 }
 
@@ -84,7 +84,7 @@ export function perClusterReadAuthorizer(
   clusters: () => string[],
   opts: PerClusterOptions = {},
 ): CachedReadAuthorizer {
-  const cache = opts.cache === false ? undefined : newDecisionCache({ ...DECISION_CACHE_DEFAULTS, ...opts.cache });
+  const cache = opts.cache === false ? undefined : decisionCacheFor(opts.cache ?? {});
   const ask = async (cluster: string, key: string, attrs: Attributes): Promise<MemberOutcome> => {
     const sar = reviewFor(cluster);
     if (!sar) return { cluster, error: 'no connection to the member' };

@@ -10,7 +10,7 @@ import type { Attributes, Decision } from '../api/user.js';
 export type SubjectAccessReviewer = (attrs: Attributes) => Promise<Decision>;
 
 export interface DecisionCacheOptions {
-  /** Entries kept at most; the least recently used go first. */
+  /** Entries kept at most; the least recently used go first. 0 (cachingReviewer, perCluster): no cache. */
   maxEntries: number;
   /** How long an allowed decision is reused (kube: --authorization-webhook-cache-authorized-ttl, 5m); 0: not cached. */
   allowedTTLms: number;
@@ -78,8 +78,15 @@ export function newDecisionCache(o: DecisionCacheOptions): DecisionCache {
 
 /** A reviewer that asks sar only when no fresh decision for the same attributes is cached. */
 export function cachingReviewer(sar: SubjectAccessReviewer, o: Partial<DecisionCacheOptions> = {}): SubjectAccessReviewer {
-  const cache = newDecisionCache({ ...DECISION_CACHE_DEFAULTS, ...o });
+  const cache = decisionCacheFor(o);
+  if (!cache) return sar;
   return (attrs) => cache.review(decisionKey(attrs), attrs, sar);
+}
+
+/** The cache o asks for (defaults filled in), or undefined for maxEntries 0: no caching at all. */
+export function decisionCacheFor(o: Partial<DecisionCacheOptions>): DecisionCache | undefined {
+  if (o.maxEntries === 0) return undefined;
+  return newDecisionCache({ ...DECISION_CACHE_DEFAULTS, ...o });
 }
 
 /**

@@ -240,12 +240,14 @@ describe('perClusterReadAuthorizer', () => {
     expect(f.calls['member-a']).toHaveLength(4);
   });
 
-  it('does not cache with cache: false', async () => {
-    const f = fleetOf({ 'member-a': ALLOW });
-    const authorize = perClusterReadAuthorizer(f.reviewFor, f.clusters, { cache: false });
-    await authorize(ctxFor('GET', '/api/v1/pods'));
-    await authorize(ctxFor('GET', '/api/v1/pods'));
-    expect(f.total()).toBe(2);
+  it('does not cache with cache: false or maxEntries 0', async () => {
+    for (const cache of [false, { maxEntries: 0 }] as const) {
+      const f = fleetOf({ 'member-a': ALLOW });
+      const authorize = perClusterReadAuthorizer(f.reviewFor, f.clusters, { cache });
+      await authorize(ctxFor('GET', '/api/v1/pods'));
+      await authorize(ctxFor('GET', '/api/v1/pods'));
+      expect(f.total()).toBe(2);
+    }
   });
 
   it('a failed member review is asked again on the next read', async () => {

@@ -212,9 +212,18 @@ describe('cachingReviewer', () => {
     expect(sar.calls.map((a) => a.user.username)).toEqual(['bob', 'bob', 'alice']);
   });
 
+  it('maxEntries 0 is no cache: every request is reviewed', async () => {
+    const sar = counting(new Set(['alice']));
+    const review = cachingReviewer(sar, { maxEntries: 0 });
+    await review(attrs());
+    await review(attrs());
+    expect(sar.calls).toHaveLength(2);
+  });
+
   it('refuses nonsense options', () => {
     const sar = counting(new Set());
-    expect(() => cachingReviewer(sar, { maxEntries: 0 })).toThrow('maxEntries must be a positive integer, not 0');
+    expect(() => cachingReviewer(sar, { maxEntries: -1 })).toThrow('maxEntries must be a positive integer, not -1');
+    expect(() => cachingReviewer(sar, { maxEntries: 1.5 })).toThrow('maxEntries must be a positive integer, not 1.5');
     expect(() => cachingReviewer(sar, { allowedTTLms: -1 })).toThrow('allowedTTLms must be a non-negative number of milliseconds, not -1');
     expect(() => cachingReviewer(sar, { deniedTTLms: Number.NaN })).toThrow('deniedTTLms must be');
   });

@@ -8,7 +8,8 @@ import type { Attributes, Decision } from '../api/user.js';
 import { newAuthenticator, type Authenticator } from '../authn/index.js';
 import { compileRules, defaultAdmissionRules, type AdmissionRules } from '../admission/index.js';
 import { defaultPolicyPath, loadPolicyFile, newAuditor, type Auditor } from '../audit/index.js';
-import { fleetReadAuthorizer, type CachedReadAuthorizer } from '../authz/cachedreads.js';
+import { fleetReadAuthorizer, perClusterReadAuthorizer, type CachedReadAuthorizer } from '../authz/cachedreads.js';
+import { cachingReviewer } from '../authz/decisioncache.js';
 import { newFlowControl, type FlowControl } from '../flowcontrol/index.js';
 import { MergedCache } from '../cache/merged.js';
 import type { ActiveWatch } from '../cache/watch.js';
@@ -98,7 +99,7 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
     shuttingDown: false,
     members,
     cacheService,
-    authorizeCachedRead: fleetReadAuthorizer(sar),
+    authorizeCachedRead: cachedReadAuthorizer(config, sar, members),
     watches: new Set(),
     auditor,
     flowControl,
@@ -128,6 +129,26 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
   });
   if (members) g.health.readyz.push(...memberChecks(members));
   return g;
+}
+
+/**
+ * Cached reads: one review against the control plane for the whole fleet, or (perCluster) one per member against
+ * its own RBAC; decisions cached with separate allowed and denied lifetimes either way.
+ */
+function cachedReadAuthorizer(config: Config, sar: (a: Attributes) => Promise<Decision>, members: MemberCluster | undefined): CachedReadAuthorizer {
+  const c = config.authorization.cachedReads;
+  const cache = { maxEntries: c.cacheSize, allowedTTLms: c.allowedTTLSeconds * 1000, deniedTTLms: c.deniedTTLSeconds * 1000 };
+  if (c.mode === 'perCluster' && members) {
+    return perClusterReadAuthorizer(
+      (cluster) => {
+        const conn = members.connections.get(cluster);
+        return conn && ((a: Attributes) => subjectAccessReview(conn.upstream, a));
+      },
+      () => members.connections.names(),
+      { cache },
+    );
+  }
+  return fleetReadAuthorizer(cachingReviewer(sar, cache));
 }
 
 function newAuditorFrom(config: Config, log: Logger, metrics: ApiserverMetrics): Auditor {

@@ -236,3 +236,37 @@ describe.skipIf(!requireGo())('a client-go informer through the gateway', () => 
     expect(result.pods.map((p) => `${p.labels['fleetgate.io/cluster']}/${p.namespace}/${p.name}`).sort()).toEqual(want());
   }, 240_000);
 });
+
+describe('split deployment: a facade in front of a cache service', () => {
+  let cacheSvc: TestGateway;
+  let facade: TestGateway;
+  let viaFacade: string;
+
+  beforeAll(async () => {
+    const cpKubeconfig = demo.fleet.member('control-plane').kubeconfigPath;
+    cacheSvc = await startTestGateway({ controlPlaneKubeconfig: cpKubeconfig, exposed: EXPOSED, extraYaml: 'cache:\n  mode: cache\n' });
+    // The facade reaches the cache service with an identity the control plane lets impersonate.
+    const facadeIdentity = await cacheSvc.kubeconfigFor('facade', ['system:masters'], join(dir, 'facade-to-cache.kubeconfig'));
+    facade = await startTestGateway({ controlPlaneKubeconfig: cpKubeconfig, exposed: EXPOSED, extraYaml: `cache:\n  mode: facade\n  facade:\n    kubeconfig: ${facadeIdentity}\n` });
+    viaFacade = await facade.kubeconfigFor('alice', ['dev'], join(dir, 'alice-facade.kubeconfig'));
+    await until(() => membersSynced(cacheSvc, ['member-a', 'member-b', 'member-c']), 30_000, 'cache service synced');
+  });
+
+  afterAll(async () => {
+    await facade?.close();
+    await cacheSvc?.close();
+  });
+
+  it('serves merged pods through the facade, as the caller', async () => {
+    const r = await kubectl('1.33', viaFacade, ['get', 'pods', '-n', 'demo']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout.split('\n')[0]!.split(/\s{2,}/)).toEqual(['NAME', 'READY', 'STATUS', 'RESTARTS', 'CLUSTER', 'AGE']);
+    expect(r.stdout).toMatch(/member-[abc]/);
+    const who = JSON.parse((await kubectl('1.33', viaFacade, ['auth', 'whoami', '-o', 'json'])).stdout);
+    expect(who.status.userInfo.username).toBe('alice');
+    const denied = await kubectl('1.33', viaFacade, ['get', 'pods', '-n', 'kube-system']);
+    expect(denied.stderr.trim()).toBe('Error from server (Forbidden): pods is forbidden: User "alice" cannot list resource "pods" in API group "" in the namespace "kube-system"');
+    const facadeReady = await call({ url: facade.url, caPem: facade.servingCA.certPem }, 'GET', '/readyz');
+    expect(facadeReady.status).toBe(200);
+  });
+});

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildKubeconfig } from '../../src/pki/kubeconfig.js';
 import { startInformer } from '../clients/informer.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { FEDERATED_EXPOSED, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { call } from '../support/http.js';
 import { kubectl, kubectlPath, type KubectlVersion } from '../support/kubectl.js';
 import { GATEWAY_USER, startRealFleet, type RealCluster, type RealFleet } from './cluster.js';
@@ -17,12 +17,7 @@ import { seedControlPlane, seedMember } from './seed.js';
 const NS = 'shop';
 /** Distinct names per member: a client-go informer keys by namespace/name, so names held twice cannot both live in it. */
 const UNIQUE = 'orders';
-const EXPOSED = `    - group: ""
-      resources: [configmaps, namespaces]
-    - group: apps
-      resources: [deployments]
-    - group: apps.kruise.io
-      resources: [clonesets]`;
+const EXPOSED = FEDERATED_EXPOSED;
 
 async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;

@@ -15,7 +15,7 @@ import { startChurn } from '../sim/churn.js';
 import { startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { generatePod } from '../sim/podgen.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { FEDERATED_EXPOSED, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { call } from '../support/http.js';
 import { kubectl, kubectlPath, type KubectlVersion } from '../support/kubectl.js';
 
@@ -24,12 +24,7 @@ let gw: TestGateway;
 let admin: string;
 let dir: string;
 
-const EXPOSED = `    - group: ""
-      resources: [configmaps, namespaces]
-    - group: apps
-      resources: [deployments]
-    - group: apps.kruise.io
-      resources: [clonesets]`;
+const EXPOSED = FEDERATED_EXPOSED;
 
 async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;

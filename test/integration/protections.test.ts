@@ -7,16 +7,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
-import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { FEDERATED_EXPOSED, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { call } from '../support/http.js';
 import { kubectl, type KubectlVersion } from '../support/kubectl.js';
 
-const EXPOSED = `    - group: ""
-      resources: [configmaps, namespaces]
-    - group: apps
-      resources: [deployments]
-    - group: apps.kruise.io
-      resources: [clonesets]`;
+const EXPOSED = FEDERATED_EXPOSED;
 
 let dir: string;
 let demo: DemoFleet;

@@ -28,6 +28,7 @@ import type { Attributes, UserInfo } from '../../src/api/user.js';
 import { listPage, writeList, type ListTarget, type ResponseForm } from '../../src/cache/list.js';
 import type { StoredObject } from '../../src/cache/store.js';
 import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from '../../src/cache/watch.js';
+import { attributesOf } from '../../src/authz/cachedreads.js';
 import { authorizeImpersonation, impersonationHeadersOf, requestedImpersonation } from '../../src/authn/impersonation.js';
 import { newRequestInfo, type RequestInfo } from '../../src/request/requestinfo.js';
 import { authApiResources, handleAuthApi } from './authapis.js';
@@ -135,21 +136,6 @@ async function identify(ctx: Ctx, req: IncomingMessage): Promise<UserInfo> {
   const wanted = headers ? requestedImpersonation(headers) : null;
   if (!wanted) return user;
   return authorizeImpersonation(user, wanted, async (a) => rbacAuthorize(ctx.cluster, a));
-}
-
-function attributesOf(user: UserInfo, info: RequestInfo): Attributes {
-  return {
-    user,
-    verb: info.verb,
-    isResourceRequest: info.isResourceRequest,
-    path: info.path,
-    namespace: info.namespace,
-    apiGroup: info.apiGroup,
-    apiVersion: info.apiVersion,
-    resource: info.resource,
-    subresource: info.subresource,
-    name: info.name,
-  };
 }
 
 function authorizeRequest(ctx: Ctx, user: UserInfo, info: RequestInfo): void {

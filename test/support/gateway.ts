@@ -25,6 +25,14 @@ export interface TestGateway {
   close(): Promise<void>;
 }
 
+/** The allowlist the federation tests expose: namespaces, ConfigMaps, Deployments, CloneSets (pods and events always). */
+export const FEDERATED_EXPOSED = `    - group: ""
+      resources: [configmaps, namespaces]
+    - group: apps
+      resources: [deployments]
+    - group: apps.kruise.io
+      resources: [clonesets]`;
+
 export interface TestGatewayOptions {
   controlPlaneKubeconfig: string;
   extraYaml?: string;

@@ -12,6 +12,9 @@ export default defineConfig({
           include: ['test/integration/**/*.test.ts'],
           testTimeout: 60_000,
           hookTimeout: 120_000,
+          // Several files start fleets, gateways and kubectl at once; on 2 cores running them side by side makes
+          // timing-sensitive checks (flow control waits, watch latency) fail for want of CPU, not for a bug.
+          fileParallelism: false,
         },
       },
       {

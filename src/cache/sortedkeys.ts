@@ -6,6 +6,8 @@ const MAX_CHUNK = 512;
 export class SortedKeys {
   private chunks: string[][] = [];
   private count = 0;
+  /** Bumped by every insert and delete, so iterators that outlive a change find their place again. */
+  private version = 0;
 
   get size(): number {
     return this.count;
@@ -36,6 +38,7 @@ export class SortedKeys {
     if (chunk[i] === key) return false;
     chunk.splice(i, 0, key);
     this.count++;
+    this.version++;
     if (chunk.length > MAX_CHUNK) {
       this.chunks.splice(ci + 1, 0, chunk.splice(chunk.length >>> 1));
     }
@@ -50,19 +53,39 @@ export class SortedKeys {
     if (chunk[i] !== key) return false;
     chunk.splice(i, 1);
     this.count--;
+    this.version++;
     if (chunk.length === 0) this.chunks.splice(ci, 1);
     return true;
   }
 
-  /** Keys >= from (all keys when from is empty), in order. */
+  /**
+   * Keys >= from (all keys when from is empty), in order. Safe across inserts and deletes made while it is
+   * suspended (a list streamed over many writes): positions shift then, so it finds its place again after the last
+   * key it gave. Keys present throughout are never skipped or repeated.
+   */
   *from(from = ''): IterableIterator<string> {
-    const chunks = this.chunks;
-    if (chunks.length === 0) return;
-    let ci = from ? this.chunkFor(from) : 0;
-    let i = from ? lowerBound(chunks[ci], from) : 0;
-    for (; ci < chunks.length; ci++, i = 0) {
-      const chunk = chunks[ci];
-      for (; i < chunk.length; i++) yield chunk[i];
+    let seek = from;
+    let after = false;
+    scan: for (;;) {
+      const chunks = this.chunks;
+      if (chunks.length === 0) return;
+      const version = this.version;
+      let ci = seek ? this.chunkFor(seek) : 0;
+      let i = seek ? lowerBound(chunks[ci], seek) : 0;
+      if (after && chunks[ci][i] === seek) i++;
+      for (; ci < chunks.length; ci++, i = 0) {
+        const chunk = chunks[ci];
+        for (; i < chunk.length; i++) {
+          const key = chunk[i];
+          yield key;
+          if (this.version !== version) {
+            seek = key;
+            after = true;
+            continue scan;
+          }
+        }
+      }
+      return;
     }
   }
 

@@ -224,7 +224,15 @@ describe.skipIf(!requireGo())('a client-go informer through the gateway', () => 
     } catch (e) {
       const live = seen(informer.state);
       const names = want().map((x) => x.split('/').slice(1).join('/'));
-      console.log('DEBUG missing', names.filter((n) => !live.get(n)).slice(0, 5), 'extra', [...live.entries()].filter(([k, v]) => v && !names.includes(k)).slice(0, 5), 'requests', JSON.stringify(informer.state.requests.slice(-15)));
+      const missing = names.filter((n) => !live.get(n));
+      const ep = await gw.endpointFor('admin', ['system:masters']);
+      for (const n of missing.slice(0, 2)) {
+        const [ns, name] = n.split('/');
+        const got = await call(ep, 'GET', `/api/v1/namespaces/${ns}/pods/${name}`);
+        console.log('DEBUG gateway has', n, got.status, got.status === 200 ? got.json().metadata.resourceVersion : got.text.slice(0, 200));
+        console.log('DEBUG informer events for', n, JSON.stringify(informer.state.events.filter((e) => e.name === name)));
+      }
+      console.log('DEBUG missing', missing.slice(0, 5), 'extra', [...live.entries()].filter(([k, v]) => v && !names.includes(k)).slice(0, 5), 'requests', JSON.stringify(informer.state.requests.slice(-15)));
       throw e;
     }
     result = await informer.stop();

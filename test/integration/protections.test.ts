@@ -138,6 +138,9 @@ describe('flow control', () => {
     const g3 = await startTestGateway({
       controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath,
       exposed: EXPOSED,
+      // Queue waits are a quarter of the request timeout: long enough that a loaded machine does not time out the
+      // calm user, short queues still overflow for the flood.
+      requestTimeoutSeconds: 60,
       extraYaml: `flowControl:\n  configDir: ${fcDir}\n  maxRequestsInflight: 2\n  maxMutatingRequestsInflight: 1\n`,
     });
     try {

@@ -39,6 +39,8 @@ export interface TestGatewayOptions {
   exposed?: string;
   /** A fixed port (a restarted gateway keeps its clients' kubeconfigs working). */
   port?: number;
+  /** server.requestTimeoutSeconds (5 by default, so timeouts show quickly in tests). */
+  requestTimeoutSeconds?: number;
   /** Reuse another test gateway's CAs, so its kubeconfigs stay valid. */
   pki?: { servingCA: CertKeyPem; clientCA: CertKeyPem };
 }
@@ -59,7 +61,7 @@ server:
     certFile: serving.crt
     keyFile: serving.key
     clientCAFile: client-ca.crt
-  requestTimeoutSeconds: 5
+  requestTimeoutSeconds: ${opts.requestTimeoutSeconds ?? 5}
   shutdownGracePeriodSeconds: 2
 controlPlane:
   kubeconfig: ${opts.controlPlaneKubeconfig}

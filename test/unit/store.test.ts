@@ -27,6 +27,25 @@ describe('SortedKeys', () => {
     expect([...s.withPrefix('ns-3/')]).toEqual(left.filter((k) => k.startsWith('ns-3/')));
   });
 
+  it('an iterator suspended across inserts and deletes skips and repeats nothing that stayed', () => {
+    const s = new SortedKeys();
+    for (let i = 0; i < 3000; i += 2) s.add(`k${String(i).padStart(5, '0')}`);
+    const it = s.from();
+    const seen: string[] = [];
+    let n = 0;
+    for (const k of it) {
+      seen.push(k);
+      // Inserts before and after the cursor, splitting chunks, and deletes of keys already given.
+      if (n++ % 7 === 0) {
+        for (let j = 0; j < 40; j++) s.add(`k${String(Math.floor(Math.random() * 3000) * 2 + 1).padStart(5, '0')}x`);
+        s.delete(seen[Math.floor(seen.length / 2)]!);
+      }
+    }
+    const stayed = Array.from({ length: 1500 }, (_, i) => `k${String(i * 2).padStart(5, '0')}`);
+    for (const k of stayed) expect(seen.filter((x) => x === k).length, k).toBe(1);
+    expect([...seen]).toEqual([...seen].sort());
+  });
+
   it('sorts like etcd keys: "a-b/x" before "a/x"', () => {
     const s = new SortedKeys();
     for (const k of ['a/x', 'a-b/x', 'a.b/x', 'b/a']) s.add(k);

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
 import { FEDERATED_EXPOSED, startTestGateway, type TestGateway } from '../support/gateway.js';
-import { call } from '../support/http.js';
+import { connect } from 'node:http2';
+import { call, type ClusterEndpoint } from '../support/http.js';
 import { kubectl, type KubectlVersion } from '../support/kubectl.js';
 
 const EXPOSED = FEDERATED_EXPOSED;
@@ -147,7 +148,8 @@ describe('flow control', () => {
       const flood = await g3.endpointFor('flooder', ['dev']);
       const calm = await g3.endpointFor('calm', ['dev']);
       // Both are in group dev, which may read namespace demo (the demo's RBAC).
-      const floodP = Promise.all(Array.from({ length: 120 }, () => call(flood, 'GET', '/api/v1/namespaces/demo/pods')));
+      // All at once on one HTTP/2 connection, as a client-go program with many goroutines would send them.
+      const floodP = h2Burst(flood, '/api/v1/namespaces/demo/pods', 200);
       await new Promise((r) => setTimeout(r, 20));
       // The other user asks one thing at a time, as a person at kubectl does.
       const calmP = (async () => {
@@ -170,3 +172,29 @@ describe('flow control', () => {
     }
   });
 });
+
+/** n GETs sent at once on one HTTP/2 connection; resolves with status, headers and body text of each. */
+async function h2Burst(ep: ClusterEndpoint, path: string, n: number): Promise<Array<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }>> {
+  const session = connect(ep.url, { ca: ep.caPem, cert: ep.certPem, key: ep.keyPem });
+  try {
+    return await Promise.all(
+      Array.from(
+        { length: n },
+        () =>
+          new Promise<{ status: number; headers: Record<string, string | string[] | undefined>; text: string }>((resolve, reject) => {
+            const req = session.request({ ':path': path, ':method': 'GET' });
+            let headers: Record<string, string | string[] | undefined> = {};
+            let text = '';
+            req.on('response', (h) => (headers = h as Record<string, string | string[] | undefined>));
+            req.setEncoding('utf8');
+            req.on('data', (d) => (text += d));
+            req.on('end', () => resolve({ status: Number(headers[':status']), headers, text }));
+            req.on('error', reject);
+            req.end();
+          }),
+      ),
+    );
+  } finally {
+    session.close();
+  }
+}

@@ -63,11 +63,7 @@ export function routingStep(g: Gateway): Step {
       return;
     }
     if (rejectNotExposed(g.exposed, info.apiGroup, info.resource, ctx.res, ctx.auditID)) return;
-    let body: Buffer | undefined;
-    if (ctx.req.method === 'POST' || ctx.req.method === 'PUT' || ctx.req.method === 'PATCH') {
-      body = await readBody(ctx, g.config.server.maxRequestBodyBytes);
-      checkBodySyntax(ctx.req.headers['content-type'], body);
-    }
+    const body = await checkedBody(ctx, g);
     await forward(g.controlPlane, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path: targetPath(ctx), body });
   };
 }
@@ -117,17 +113,25 @@ async function forwardTo(up: Upstream, ctx: RequestContext, g: Gateway): Promise
     forwardUpgrade(up, ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID, ctx.user!, { path });
     return;
   }
-  let body: Buffer | undefined;
-  if (ctx.req.method === 'POST' || ctx.req.method === 'PUT' || ctx.req.method === 'PATCH') {
-    body = await readBody(ctx, g.config.server.maxRequestBodyBytes);
-    checkBodySyntax(ctx.req.headers['content-type'], body);
-  }
+  const body = await checkedBody(ctx, g);
   await forward(up, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path, body });
 }
 
 function trackWatch(g: Gateway, w: ActiveWatch): void {
   g.watches.add(w);
   void w.done.then(() => g.watches.delete(w));
+}
+
+/**
+ * The body of a write, read (within the size limit) and checked before anything goes upstream, so malformed input
+ * never reaches it; undefined for requests without one, which stream through.
+ */
+async function checkedBody(ctx: RequestContext, g: Gateway): Promise<Buffer | undefined> {
+  const m = ctx.req.method;
+  if (m !== 'POST' && m !== 'PUT' && m !== 'PATCH') return undefined;
+  const body = await readBody(ctx, g.config.server.maxRequestBodyBytes);
+  checkBodySyntax(ctx.req.headers['content-type'], body);
+  return body;
 }
 
 /** Milliseconds left before the request's deadline; undefined for long-running requests. */

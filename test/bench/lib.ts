@@ -1,0 +1,53 @@
+// What every benchmark scenario reports, and the small measuring helpers they share. Benchmarks print figures and
+// ratios against a baseline measured in the same run; they are not pass/fail tests, but each says whether its goal
+// was met and, where not, by how much and what bounds it.
+
+export interface Series {
+  /** Chart title and axis labels. */
+  title: string;
+  x: string;
+  y: string;
+  points: Array<{ label: string; value: number }>;
+}
+
+export interface ScenarioResult {
+  id: number;
+  title: string;
+  /** The goal as the issue states it. */
+  goal: string;
+  /** Figures by name (units in the name: "p50_ms", "throughput_rps", "ratio_to_direct"). */
+  figures: Record<string, number | string>;
+  /** true/false when the goal could be judged; null when the scenario could not run at the asked scale. */
+  met: boolean | null;
+  /** What bounds a missed goal (from a profile), the scale actually run, anything a reader must know. */
+  notes: string[];
+  series?: Series[];
+}
+
+export interface ScenarioOptions {
+  quick: boolean;
+  /** Log progress lines to stderr. */
+  log: (msg: string) => void;
+}
+
+export type Scenario = (o: ScenarioOptions) => Promise<ScenarioResult>;
+
+export function percentile(sorted: readonly number[], p: number): number {
+  if (sorted.length === 0) return NaN;
+  const i = Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1));
+  return sorted[i]!;
+}
+
+export function summarize(samplesMs: number[]): { p50: number; p90: number; p99: number; max: number; n: number } {
+  const s = [...samplesMs].sort((a, b) => a - b);
+  return { p50: percentile(s, 50), p90: percentile(s, 90), p99: percentile(s, 99), max: s[s.length - 1] ?? NaN, n: s.length };
+}
+
+export function nowMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+export function round(n: number, digits = 2): number {
+  const f = 10 ** digits;
+  return Math.round(n * f) / f;
+}

@@ -1,0 +1,229 @@
+// Runs the benchmark scenarios (test/bench/scenarios/NN-name.ts, in order) and publishes their results:
+// docs/bench/results.json, docs/bench/report.md with SVG charts, and the table between the bench markers in README.md.
+//
+//   npm run bench                      every scenario, full scale
+//   npm run bench -- --quick           reduced scale (the whole run in under 5 minutes)
+//   npm run bench -- --quick 1 7       only scenarios 1 and 7; the others keep their last published result
+//
+// A scenario that throws is reported as not run (met: null) with its error; the run goes on.
+
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { availableParallelism, cpus, totalmem } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import type { Scenario, ScenarioResult, Series } from './lib.js';
+
+const HERE = dirname(fileURLToPath(import.meta.url));
+const ROOT = join(HERE, '..', '..');
+const DOCS = join(ROOT, 'docs', 'bench');
+const README = join(ROOT, 'README.md');
+const START = '<!-- bench:start -->';
+const END = '<!-- bench:end -->';
+
+export interface Machine {
+  cores: number;
+  cpuModel: string;
+  memoryGiB: number;
+  node: string;
+  platform: string;
+}
+
+export interface PublishedResult extends ScenarioResult {
+  /** When and at which scale this result was measured (results of earlier runs are kept when only some ran). */
+  ranAt: string;
+  quick: boolean;
+  durationS: number;
+  machine: Machine;
+}
+
+export interface ResultsFile {
+  generatedAt: string;
+  machine: Machine;
+  results: PublishedResult[];
+}
+
+function machine(): Machine {
+  return {
+    cores: availableParallelism(),
+    cpuModel: cpus()[0]?.model.trim() ?? 'unknown',
+    memoryGiB: Math.round((totalmem() / 2 ** 30) * 10) / 10,
+    node: process.version,
+    platform: `${process.platform}/${process.arch}`,
+  };
+}
+
+function scenarioFiles(): Array<{ id: number; file: string }> {
+  return readdirSync(join(HERE, 'scenarios'))
+    .map((f) => ({ m: /^(\d+)-[\w-]+\.ts$/.exec(f), f }))
+    .filter((x) => x.m)
+    .map((x) => ({ id: Number(x.m![1]), file: join(HERE, 'scenarios', x.f) }))
+    .sort((a, b) => a.id - b.id);
+}
+
+function fmt(v: number | string): string {
+  if (typeof v === 'string') return v;
+  if (!Number.isFinite(v)) return String(v);
+  return Math.abs(v) >= 1000 ? Math.round(v).toLocaleString('en-US') : String(v);
+}
+
+function esc(s: string): string {
+  return s.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+}
+
+function metCell(r: ScenarioResult): string {
+  return r.met === true ? '✅ met' : r.met === false ? '❌ missed' : '⚠️ not judged';
+}
+
+function figuresCell(r: ScenarioResult, max = Infinity): string {
+  const e = Object.entries(r.figures);
+  const shown = e.slice(0, max).map(([k, v]) => `${k}=${fmt(v)}`);
+  if (e.length > max) shown.push(`… (${e.length - max} more in the report)`);
+  return esc(shown.join(', '));
+}
+
+/** The summary table: scenario, goal, met, key figures. */
+export function table(results: PublishedResult[], opts: { maxFigures?: number; notes?: boolean } = {}): string {
+  const head = opts.notes ? '| # | Scenario | Goal | Result | Figures | Notes |\n|---|---|---|---|---|---|' : '| # | Scenario | Goal | Result | Figures |\n|---|---|---|---|---|';
+  const rows = results.map((r) => {
+    const scale = r.quick ? ' (quick)' : '';
+    const cells = [String(r.id), esc(r.title) + scale, esc(r.goal), metCell(r), figuresCell(r, opts.maxFigures)];
+    if (opts.notes) cells.push(esc(r.notes.join(' · ')));
+    return `| ${cells.join(' | ')} |`;
+  });
+  return [head, ...rows].join('\n');
+}
+
+function xml(s: string): string {
+  return s.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+}
+
+/** A horizontal bar chart as a small SVG string (no chart library). */
+export function barChart(s: Series): string {
+  const rowH = 24;
+  const labelW = 170;
+  const plotW = 380;
+  const top = 34;
+  const h = top + s.points.length * rowH + 30;
+  const w = labelW + plotW + 90;
+  const max = Math.max(...s.points.map((p) => (Number.isFinite(p.value) ? Math.abs(p.value) : 0)), 1e-9);
+  const bars = s.points
+    .map((p, i) => {
+      const y = top + i * rowH;
+      const v = Number.isFinite(p.value) ? Math.abs(p.value) : 0;
+      const bw = Math.max(1, (v / max) * plotW);
+      return (
+        `<text x="${labelW - 6}" y="${y + 15}" text-anchor="end">${xml(p.label)}</text>` +
+        `<rect x="${labelW}" y="${y + 3}" width="${bw.toFixed(1)}" height="${rowH - 8}" fill="${i % 2 ? '#4e79a7' : '#f28e2b'}"/>` +
+        `<text x="${(labelW + bw + 4).toFixed(1)}" y="${y + 15}">${xml(fmt(p.value))}</text>`
+      );
+    })
+    .join('');
+  return (
+    `<svg xmlns="http://www.w3.org/2000/svg" width="${w}" height="${h}" font-family="sans-serif" font-size="12">` +
+    `<rect width="100%" height="100%" fill="#fff"/>` +
+    `<text x="8" y="20" font-size="14" font-weight="bold">${xml(s.title)}</text>` +
+    bars +
+    `<text x="${labelW}" y="${h - 8}" fill="#555">${xml(`${s.y} (by ${s.x})`)}</text>` +
+    `</svg>\n`
+  );
+}
+
+function report(file: ResultsFile, charts: Map<number, string[]>): string {
+  const m = file.machine;
+  const parts = [
+    '# fleetgate benchmarks',
+    '',
+    `Generated ${file.generatedAt} by \`npm run bench\` (test/bench/run.ts). Machine: ${m.cores} cores (${m.cpuModel}), ` +
+      `${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}. The machine is shared and noisy: every figure is measured ` +
+      'against its baseline in the same run, and the ratios are what count.',
+    '',
+    table(file.results, { notes: true }),
+    '',
+  ];
+  for (const r of file.results) {
+    parts.push(`## ${r.id}. ${r.title}`, '', `Goal: ${r.goal}. Result: ${metCell(r)}. Measured ${r.ranAt}${r.quick ? ' at quick scale' : ''} in ${r.durationS} s.`, '');
+    parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
+    if (r.notes.length) parts.push(...r.notes.map((n) => `- ${n}`), '');
+    for (const c of charts.get(r.id) ?? []) parts.push(`![${r.title}](${c})`, '');
+  }
+  return parts.join('\n');
+}
+
+function readme(file: ResultsFile): void {
+  if (!existsSync(README)) return;
+  const text = readFileSync(README, 'utf8');
+  const m = file.machine;
+  const block = [
+    START,
+    `Latest benchmark run (${file.generatedAt}; ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; full report: [docs/bench/report.md](docs/bench/report.md)):`,
+    '',
+    table(file.results, { maxFigures: 6 }),
+    END,
+  ].join('\n');
+  const s = text.indexOf(START);
+  const e = text.indexOf(END);
+  if (s < 0 || e < s) {
+    process.stderr.write('bench: README.md has no bench markers; add <!-- bench:start --> and <!-- bench:end --> where the table belongs\n');
+    return;
+  }
+  writeFileSync(README, text.slice(0, s) + block + text.slice(e + END.length));
+}
+
+async function main(): Promise<void> {
+  const args = process.argv.slice(2);
+  const quick = args.includes('--quick');
+  const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));
+  const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+  const mach = machine();
+  const resultsPath = join(DOCS, 'results.json');
+  const previous: PublishedResult[] = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as ResultsFile).results : [];
+  const byId = new Map(previous.map((r) => [r.id, r]));
+
+  for (const { id, file } of scenarioFiles()) {
+    if (only.size && !only.has(id)) continue;
+    log(`scenario ${id}: ${file.slice(ROOT.length + 1)}${quick ? ' (quick)' : ''}`);
+    const t0 = Date.now();
+    let r: ScenarioResult;
+    try {
+      const mod = (await import(pathToFileURL(file).href)) as { run?: Scenario };
+      if (typeof mod.run !== 'function') throw new Error('exports no run function');
+      r = await mod.run({ quick, log });
+    } catch (e) {
+      const msg = e instanceof Error ? e.message : String(e);
+      log(`scenario ${id} failed: ${e instanceof Error ? e.stack : msg}`);
+      r = { id, title: byId.get(id)?.title ?? file.replace(/^.*\/\d+-|\.ts$/g, ''), goal: byId.get(id)?.goal ?? '', figures: {}, met: null, notes: [`did not complete: ${msg.split('\n')[0]}`] };
+    }
+    const durationS = Math.round((Date.now() - t0) / 100) / 10;
+    const published: PublishedResult = { ...r, id, ranAt: new Date().toISOString(), quick, durationS, machine: mach };
+    byId.set(id, published);
+    log(`scenario ${id} done in ${durationS} s: ${metCell(r)} ${JSON.stringify(r.figures)}`);
+  }
+
+  const results = [...byId.values()].sort((a, b) => a.id - b.id);
+  const file: ResultsFile = { generatedAt: new Date().toISOString(), machine: mach, results };
+  mkdirSync(DOCS, { recursive: true });
+  writeFileSync(resultsPath, JSON.stringify(file, null, 2) + '\n');
+  const charts = new Map<number, string[]>();
+  for (const r of results) {
+    const names: string[] = [];
+    (r.series ?? []).forEach((s, i) => {
+      const name = `scenario-${String(r.id).padStart(2, '0')}-${i + 1}.svg`;
+      writeFileSync(join(DOCS, name), barChart(s));
+      names.push(name);
+    });
+    charts.set(r.id, names);
+  }
+  writeFileSync(join(DOCS, 'report.md'), report(file, charts));
+  readme(file);
+  log(`wrote ${resultsPath.slice(ROOT.length + 1)}, docs/bench/report.md and the README table`);
+  process.stdout.write(table(results) + '\n');
+}
+
+main().then(
+  // Scenarios close what they start; exit anyway so a stray handle cannot keep the run alive.
+  () => process.exit(0),
+  (e) => {
+    process.stderr.write(`bench: ${e instanceof Error ? e.stack : String(e)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,206 @@
+// Scenario 1, forwarding overhead: GET of a ConfigMap through the gateway's full chain (client certificate, audit at
+// Metadata level to a file, flow control, impersonation) against the same GET straight to the upstream, a real
+// kube-apiserver, as the same user. Both with undici keep-alive pools, at concurrency 1 and 64, in alternating rounds
+// so the shared machine's noise falls on both sides alike.
+//
+// The load runs in a worker thread: in the main thread it would compete with the in-process gateway for one event
+// loop and charge the gateway for the client's own work (the direct side has its server in another process).
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
+import { issueClientCert } from '../../../src/pki/index.js';
+import { buildKubeconfig } from '../../../src/pki/kubeconfig.js';
+import { GATEWAY_USER, startRealFleet, type RealFleet } from '../../e2e/cluster.js';
+import { startTestGateway, type TestGateway } from '../../support/gateway.js';
+import { call, type ClusterEndpoint } from '../../support/http.js';
+import { round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
+
+export interface LoadSpec {
+  endpoint: ClusterEndpoint;
+  path: string;
+  concurrency: number;
+  durationMs: number;
+  /** Requests before measuring (connections opened, JIT warm). */
+  warmup?: number;
+  /** Extra request headers (e.g. Accept for tables). */
+  headers?: Record<string, string>;
+}
+
+export interface LoadResult {
+  latenciesMs: number[];
+  elapsedMs: number;
+  /** Completed requests per second. */
+  rps: number;
+  bytes: number;
+  statuses: Record<string, number>;
+  errors: string[];
+}
+
+// Plain JS for an eval'd worker (CommonJS; undici is installed and has a CJS entry).
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { Pool } = require('undici');
+const s = workerData;
+const url = new URL(s.endpoint.url);
+const pool = new Pool(url.origin, { connections: s.concurrency, pipelining: 1,
+  connect: { ca: s.endpoint.caPem, cert: s.endpoint.certPem, key: s.endpoint.keyPem } });
+const headers = Object.assign({}, s.headers || {});
+if (s.endpoint.token) headers.authorization = 'Bearer ' + s.endpoint.token;
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+const statuses = {}; const errors = []; let bytes = 0;
+async function one(lat) {
+  const t0 = now();
+  try {
+    const res = await pool.request({ path: s.path, method: 'GET', headers });
+    for await (const c of res.body) bytes += c.length;
+    statuses[res.statusCode] = (statuses[res.statusCode] || 0) + 1;
+  } catch (e) { if (errors.length < 5) errors.push(String(e && e.message || e)); statuses.error = (statuses.error || 0) + 1; }
+  if (lat) lat.push(now() - t0);
+}
+(async () => {
+  const warm = s.warmup ?? Math.max(20, s.concurrency * 4);
+  await Promise.all(Array.from({ length: s.concurrency }, async (_, i) => {
+    for (let k = i; k < warm; k += s.concurrency) await one(null);
+  }));
+  for (const k of Object.keys(statuses)) delete statuses[k]; bytes = 0;
+  const lat = []; const start = now(); const end = start + s.durationMs;
+  await Promise.all(Array.from({ length: s.concurrency }, async () => { while (now() < end) await one(lat); }));
+  const elapsedMs = now() - start;
+  await pool.close();
+  parentPort.postMessage({ latenciesMs: lat, elapsedMs, rps: lat.length / (elapsedMs / 1000), bytes, statuses, errors });
+})().catch((e) => parentPort.postMessage({ fatal: String(e && e.stack || e) }));
+`;
+
+/** Runs a closed-loop GET load in a worker thread and returns every latency. */
+export function loadInWorker(spec: LoadSpec): Promise<LoadResult> {
+  return new Promise((resolve, reject) => {
+    const w = new Worker(WORKER_SOURCE, { eval: true, workerData: spec });
+    w.once('message', (m: LoadResult & { fatal?: string }) => {
+      void w.terminate();
+      if (m.fatal) reject(new Error(`load worker: ${m.fatal}`));
+      else resolve(m);
+    });
+    w.once('error', reject);
+  });
+}
+
+const POLICY = `apiVersion: audit.k8s.io/v1
+kind: Policy
+rules:
+  - level: Metadata
+`;
+
+export const run: Scenario = async ({ quick, log }) => {
+  const durationMs = quick ? 2_000 : 8_000;
+  const rounds = quick ? 2 : 3;
+  const notes: string[] = [];
+  let fleet: RealFleet | undefined;
+  let gw: TestGateway | undefined;
+  try {
+    log('01: starting a real kube-apiserver + etcd');
+    fleet = await startRealFleet({ members: [] });
+    const cp = fleet.controlPlane;
+    const put = async (path: string, body: object) => {
+      const r = await call(cp.endpoint, 'POST', path, { body });
+      if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+    };
+    await put('/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { greeting: 'hello', size: 'x'.repeat(512) } });
+    // The same user reads both ways (RBAC via its group), not system:masters: that group is exempt from flow control.
+    await put('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'bench-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] });
+    await put('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      metadata: { name: 'bench-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-reader' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
+    });
+    const gwKubeconfig = join(fleet.dir, 'gateway-identity.kubeconfig');
+    writeFileSync(gwKubeconfig, buildKubeconfig({ name: 'control-plane', server: cp.url, caPem: cp.caPem, user: GATEWAY_USER, token: cp.gatewayToken }), { mode: 0o600 });
+    const policy = join(fleet.dir, 'audit-policy.yaml');
+    writeFileSync(policy, POLICY);
+    const auditLog = join(fleet.dir, 'audit.log');
+    gw = await startTestGateway({
+      controlPlaneKubeconfig: gwKubeconfig,
+      requestTimeoutSeconds: 30,
+      extraYaml: `audit:\n  policyFile: ${policy}\n  log:\n    path: ${auditLog}\n    maxSizeBytes: 0\nflowControl:\n  enabled: true\ncache:\n  karmada:\n    enabled: false\n`,
+    });
+    const userCert = await issueClientCert(cp.clientCa, 'bench-user', ['bench']);
+    const direct: ClusterEndpoint = { url: cp.url, caPem: cp.caPem, certPem: userCert.certPem, keyPem: userCert.keyPem };
+    const viaGw = await gw.endpointFor('bench-user', ['bench']);
+    const path = '/api/v1/namespaces/default/configmaps/bench';
+    for (const [name, ep] of [['direct', direct], ['gateway', viaGw]] as const) {
+      const r = await call(ep, 'GET', path);
+      if (r.status !== 200) throw new Error(`${name} GET ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+    }
+
+    const figures: ScenarioResult['figures'] = {};
+    const series: NonNullable<ScenarioResult['series']> = [];
+    let met = true;
+    for (const concurrency of [1, 64]) {
+      const lat = { direct: [] as number[], gateway: [] as number[] };
+      const rps = { direct: [] as number[], gateway: [] as number[] };
+      for (let i = 0; i < rounds; i++) {
+        // Alternate which side goes first, so a drift in machine load does not favour one.
+        const order = i % 2 === 0 ? (['direct', 'gateway'] as const) : (['gateway', 'direct'] as const);
+        for (const side of order) {
+          const r = await loadInWorker({ endpoint: side === 'direct' ? direct : viaGw, path, concurrency, durationMs });
+          const bad = Object.entries(r.statuses).filter(([k]) => k !== '200');
+          if (bad.length) throw new Error(`${side} c=${concurrency}: non-200 answers ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
+          lat[side].push(...r.latenciesMs);
+          rps[side].push(r.rps);
+          log(`01: c=${concurrency} ${side} round ${i + 1}: ${round(r.rps, 0)} req/s, p50 ${round(summarize(r.latenciesMs).p50, 3)} ms`);
+        }
+      }
+      const d = summarize(lat.direct);
+      const g = summarize(lat.gateway);
+      const dRps = rps.direct.reduce((a, b) => a + b, 0) / rps.direct.length;
+      const gRps = rps.gateway.reduce((a, b) => a + b, 0) / rps.gateway.length;
+      const added50 = g.p50 - d.p50;
+      const ratio = gRps / dRps;
+      const c = `c${concurrency}`;
+      Object.assign(figures, {
+        [`${c}_direct_p50_ms`]: round(d.p50, 3),
+        [`${c}_direct_p99_ms`]: round(d.p99, 3),
+        [`${c}_gateway_p50_ms`]: round(g.p50, 3),
+        [`${c}_gateway_p99_ms`]: round(g.p99, 3),
+        [`${c}_added_p50_ms`]: round(added50, 3),
+        [`${c}_added_p99_ms`]: round(g.p99 - d.p99, 3),
+        [`${c}_direct_rps`]: round(dRps, 0),
+        [`${c}_gateway_rps`]: round(gRps, 0),
+        [`${c}_throughput_ratio`]: round(ratio, 3),
+      });
+      // The p50 goal is about one request's added cost, so it is judged without queueing (concurrency 1); at 64
+      // the p50 includes waiting for 2 shared cores and is reported, not judged. Throughput is judged at both.
+      if (concurrency === 1 && added50 > 0.3) met = false;
+      if (ratio < 0.5) met = false;
+      series.push({
+        title: `Forwarding, concurrency ${concurrency}: latency (ms)`,
+        x: 'path and percentile',
+        y: 'ms',
+        points: [
+          { label: 'direct p50', value: round(d.p50, 3) },
+          { label: 'gateway p50', value: round(g.p50, 3) },
+          { label: 'direct p99', value: round(d.p99, 3) },
+          { label: 'gateway p99', value: round(g.p99, 3) },
+        ],
+      });
+    }
+    series.push({
+      title: 'Forwarding: gateway throughput as a share of direct',
+      x: 'concurrency',
+      y: 'ratio',
+      points: [1, 64].map((c) => ({ label: `c=${c}`, value: Number(figures[`c${c}_throughput_ratio`]) })),
+    });
+    const { statSync } = await import('node:fs');
+    const auditBytes = statSync(auditLog).size;
+    figures.audit_log_bytes = auditBytes;
+    if (auditBytes === 0) notes.push('the audit log stayed empty: the audit step did not run as configured');
+    notes.push(
+      `upstream: kube-apiserver v1.34 + etcd on this machine; same user (group bench, RBAC ClusterRoleBinding) both ways; ${rounds} alternating rounds of ${durationMs / 1000} s per side and concurrency; client load in a worker thread of the gateway's process`,
+      'added p50 is judged at concurrency 1 (at 64 the figures include queueing for the 2 shared cores); throughput ratio judged at both',
+    );
+    return { id: 1, title: 'Forwarding overhead', goal: '≤ 0.3 ms added at p50; throughput ≥ 50% of direct (c=1 and c=64)', figures, met, notes, series };
+  } finally {
+    await gw?.close().catch(() => {});
+    await fleet?.stop().catch(() => {});
+  }
+};

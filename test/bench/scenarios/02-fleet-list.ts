@@ -1,0 +1,117 @@
+// Scenario 2: the fleet LIST from the merged cache. A full JSON list, kubectl-style Table pages (limit=500) and a
+// full Table, each timed to the last byte, against the ceiling measured in the same run: the same JSON bytes,
+// already in memory, written by a plain node HTTPS server to the same kind of loopback socket.
+
+import { writeFile, rm, mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { round, summarize, type Scenario } from '../lib.js';
+import { scaleFor, scaleNote, startScale, TABLE_ACCEPT, timedGet } from './scale.js';
+
+const MB = 1024 * 1024;
+
+export const run: Scenario = async ({ quick, log }) => {
+  const { members, podsPerMember } = scaleFor(quick);
+  const fleet = await startScale({ members, podsPerMember, log });
+  const dir = await mkdtemp(join(tmpdir(), 'fleetgate-bench-'));
+  try {
+    const ep = fleet.gateway;
+    const reps = quick ? 3 : 3;
+    // Warm-up: first requests pay TLS set-up and JIT.
+    await timedGet(ep, '/api/v1/pods?limit=500');
+
+    const json: number[] = [];
+    let full = await timedGet(ep, '/api/v1/pods', { keep: true });
+    const bytes = full.bytes;
+    const items = (full.body!.toString('latin1').match(/"kind":"Pod"/g) ?? []).length;
+    await writeFile(join(dir, 'list.json'), full.body!);
+    full = undefined as any; // the body can be gigabytes: let it go before measuring
+    for (let i = 0; i < reps; i++) json.push((await timedGet(ep, '/api/v1/pods')).ms);
+    log(`02: JSON list ${items} pods, ${round(bytes / MB)} MB, ${json.map((x) => round(x)).join(' / ')} ms`);
+
+    const ceilingEp = await fleet.sim({ op: 'ceiling', file: join(dir, 'list.json') });
+    const ceiling: number[] = [];
+    await timedGet(ceilingEp, '/');
+    for (let i = 0; i < reps; i++) ceiling.push((await timedGet(ceilingEp, '/')).ms);
+    log(`02: ceiling ${ceiling.map((x) => round(x)).join(' / ')} ms`);
+
+    // kubectl get pods -A: Table pages of 500, each request after the previous one's last byte.
+    const pagesRun = async () => {
+      const t0 = performance.now();
+      let cont: string | undefined;
+      let pages = 0;
+      let b = 0;
+      do {
+        const r = await timedGet(ep, `/api/v1/pods?limit=500${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`, { accept: TABLE_ACCEPT });
+        cont = r.continue;
+        pages++;
+        b += r.bytes;
+      } while (cont);
+      return { ms: performance.now() - t0, pages, bytes: b };
+    };
+    const paged = await pagesRun();
+    const pageMs = paged.ms / paged.pages;
+    log(`02: table pages ${paged.pages} in ${round(paged.ms)} ms`);
+    const table: number[] = [];
+    let tableBytes = 0;
+    for (let i = 0; i < reps; i++) {
+      const r = await timedGet(ep, '/api/v1/pods', { accept: TABLE_ACCEPT });
+      table.push(r.ms);
+      tableBytes = r.bytes;
+    }
+    const tenK: number[] = [];
+    for (let i = 0; i < (quick ? 10 : 20); i++) tenK.push((await timedGet(ep, '/api/v1/pods?limit=10000')).ms);
+
+    const jsonMs = summarize(json).p50;
+    const ceilMs = summarize(ceiling).p50;
+    const jsonMBs = bytes / MB / (jsonMs / 1000);
+    const ceilMBs = bytes / MB / (ceilMs / 1000);
+    const ratio = jsonMBs / ceilMBs;
+    const tenKp50 = summarize(tenK).p50;
+    const met = ratio >= 0.7 && tenKp50 < 100;
+    const notes = [scaleNote(members, podsPerMember), `times are medians of ${reps} runs; the client is the benchmark process (node https, HTTP/1.1 over TLS), as is the ceiling's`];
+    if (ratio < 0.7) notes.push(`JSON list at ${round(ratio * 100, 1)}% of the ceiling, ${round((0.7 - ratio) * 100, 1)} points short`);
+    if (tenKp50 >= 100) notes.push(`10k-pod list p50 ${round(tenKp50)} ms, ${round(tenKp50 - 100)} ms over the goal`);
+    return {
+      id: 2,
+      title: 'Fleet LIST from the cache',
+      goal: 'JSON list >= 70% of the loopback ceiling; a 10k-pod list under 100 ms',
+      figures: {
+        pods: items,
+        members,
+        json_list_bytes: bytes,
+        json_list_ms: round(jsonMs),
+        json_list_MBps: round(jsonMBs),
+        ceiling_ms: round(ceilMs),
+        ceiling_MBps: round(ceilMBs),
+        json_ratio_to_ceiling: round(ratio, 3),
+        table_pages: paged.pages,
+        table_pages_total_ms: round(paged.ms),
+        table_page_mean_ms: round(pageMs),
+        table_pages_MBps: round(paged.bytes / MB / (paged.ms / 1000)),
+        full_table_ms: round(summarize(table).p50),
+        full_table_MBps: round(tableBytes / MB / (summarize(table).p50 / 1000)),
+        list_10k_p50_ms: round(tenKp50),
+        list_10k_p99_ms: round(summarize(tenK).p99),
+      },
+      met,
+      notes,
+      series: [
+        {
+          title: 'Fleet LIST throughput vs loopback ceiling',
+          x: 'response',
+          y: 'MB/s',
+          points: [
+            { label: 'ceiling', value: round(ceilMBs) },
+            { label: 'JSON list', value: round(jsonMBs) },
+            { label: 'Table pages', value: round(paged.bytes / MB / (paged.ms / 1000)) },
+            { label: 'full Table', value: round(tableBytes / MB / (summarize(table).p50 / 1000)) },
+          ],
+        },
+      ],
+    };
+  } finally {
+    await rm(dir, { recursive: true, force: true });
+    await fleet.close();
+  }
+};

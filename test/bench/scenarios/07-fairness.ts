@@ -1,0 +1,134 @@
+// Scenario 7, fairness: one user floods full LISTs of pods (served from the member cache, through the gateway);
+// another user's GET of one pod is measured alone and then during the flood. Goal: the GET p99 during the flood stays
+// within 2x its uncontended p99. Both users are ordinary (group bench, RBAC on the control plane), so flow control
+// (global-default, distinguished by user) and cached-read authorization apply to both.
+
+import { join } from 'node:path';
+import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
+import { startTestGateway, type TestGateway } from '../../support/gateway.js';
+import { call } from '../../support/http.js';
+import { round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
+import { loadInWorker } from './01-forwarding.js';
+
+export interface CachedGateway {
+  fleet: SimFleet;
+  gw: TestGateway;
+  close(): Promise<void>;
+}
+
+/** A sim fleet (control-plane + members with generated pods) and a gateway caching the members (static list). */
+export async function startCachedGateway(o: { members: string[]; podsPerCluster: number; log: (m: string) => void }): Promise<CachedGateway> {
+  o.log(`starting a sim fleet: ${o.members.length} member(s) x ${o.podsPerCluster} pods`);
+  // The control plane gets generated pods too (startSimFleet seeds every cluster); the gateway never caches them.
+  const fleet = await startSimFleet({ clusters: ['control-plane', ...o.members], podsPerCluster: o.podsPerCluster });
+  let gw: TestGateway | undefined;
+  try {
+    const cp = fleet.member('control-plane');
+    const admin = { url: cp.url, caPem: fleet.servingCA.certPem, token: fleet.adminToken };
+    const post = async (path: string, body: object) => {
+      const r = await call(admin, 'POST', path, { body });
+      if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+    };
+    await post('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'bench-pod-reader' }, rules: [{ apiGroups: [''], resources: ['pods'], verbs: ['get', 'list', 'watch'] }] });
+    await post('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+      metadata: { name: 'bench-pod-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-pod-reader' },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
+    });
+    const members = o.members.map((m) => `    - name: ${m}\n      kubeconfig: ${fleet.member(m).kubeconfigPath}`).join('\n');
+    gw = await startTestGateway({
+      controlPlaneKubeconfig: cp.kubeconfigPath,
+      requestTimeoutSeconds: 60,
+      extraYaml: `cache:\n  karmada:\n    enabled: false\n  qps: 1000\n  burst: 1000\n  members:\n${members}\n`,
+    });
+    const anon = { url: gw.url, caPem: gw.servingCA.certPem };
+    const end = Date.now() + 300_000;
+    for (;;) {
+      const r = await call(anon, 'GET', '/readyz?verbose');
+      if (o.members.every((m) => r.text.includes(`${m}: synced`))) break;
+      if (Date.now() > end) throw new Error(`gateway cache not synced within 300 s: ${r.text.slice(0, 500)}`);
+      await new Promise((res) => setTimeout(res, 100));
+    }
+    const g = gw;
+    return { fleet, gw: g, close: async () => { await g.close().catch(() => {}); await fleet.close().catch(() => {}); } };
+  } catch (e) {
+    await gw?.close().catch(() => {});
+    await fleet.close().catch(() => {});
+    throw e;
+  }
+}
+
+export const run: Scenario = async ({ quick, log }) => {
+  const pods = quick ? 5_000 : 50_000;
+  const durationMs = quick ? 4_000 : 15_000;
+  const flooders = quick ? 4 : 8;
+  const cg = await startCachedGateway({ members: ['member-a'], podsPerCluster: pods, log: (m) => log(`07: ${m}`) });
+  try {
+    const victim = await cg.gw.endpointFor('victim', ['bench']);
+    const flooder = await cg.gw.endpointFor('flooder', ['bench']);
+    const target = cg.fleet.member('member-a').cluster.list('', 'pods', 'load')[0]!;
+    const getPath = `/api/v1/namespaces/load/pods/${target.metadata.name}`;
+    const listPath = '/api/v1/pods';
+    const check = await call(victim, 'GET', getPath);
+    if (check.status !== 200) throw new Error(`victim GET ${getPath}: ${check.status} ${check.text.slice(0, 300)}`);
+
+    log('07: victim alone');
+    const alone = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+    log(`07: flood (${flooders} concurrent full LISTs of ${pods} pods) + victim`);
+    const floodP = loadInWorker({ endpoint: flooder, path: listPath, concurrency: flooders, durationMs: durationMs + 2_000, warmup: flooders });
+    // Let the flood reach its steady state before measuring the victim.
+    await new Promise((r) => setTimeout(r, 1_500));
+    const contended = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+    const flood = await floodP;
+    log('07: victim alone again');
+    const after = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+
+    for (const [n, r] of [['alone', alone], ['contended', contended], ['after', after]] as const) {
+      if (Object.keys(r.statuses).some((k) => k !== '200')) throw new Error(`victim ${n}: ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
+    }
+    const base = summarize([...alone.latenciesMs, ...after.latenciesMs]);
+    const c = summarize(contended.latenciesMs);
+    const ratio = c.p99 / base.p99;
+    const figures: ScenarioResult['figures'] = {
+      pods,
+      flood_concurrency: flooders,
+      victim_alone_p50_ms: round(base.p50, 3),
+      victim_alone_p99_ms: round(base.p99, 3),
+      victim_flood_p50_ms: round(c.p50, 3),
+      victim_flood_p99_ms: round(c.p99, 3),
+      p99_ratio: round(ratio, 2),
+      victim_alone_rps: round((alone.rps + after.rps) / 2, 0),
+      victim_flood_rps: round(contended.rps, 0),
+      flood_lists_per_s: round(flood.rps, 2),
+      flood_MB_per_s: round(flood.bytes / 1e6 / (flood.elapsedMs / 1000), 1),
+      flood_statuses: JSON.stringify(flood.statuses),
+    };
+    const notes = [
+      `one member with ${pods} generated pods (~4 KB each); flooder: ${flooders} closed-loop full JSON LISTs of all pods; victim: closed-loop GET of one pod, both from the cache; the uncontended baseline is measured before and after the flood`,
+    ];
+    if (flood.statuses['429']) notes.push(`flow control rejected ${flood.statuses['429']} of the flooder's LISTs with 429`);
+    return {
+      id: 7,
+      title: 'Fairness under a LIST flood',
+      goal: "another user's GET p99 ≤ 2× its uncontended p99",
+      figures,
+      met: ratio <= 2,
+      notes,
+      series: [
+        {
+          title: 'Victim GET latency, alone vs during a LIST flood (ms)',
+          x: 'phase',
+          y: 'ms',
+          points: [
+            { label: 'alone p50', value: round(base.p50, 3) },
+            { label: 'flood p50', value: round(c.p50, 3) },
+            { label: 'alone p99', value: round(base.p99, 3) },
+            { label: 'flood p99', value: round(c.p99, 3) },
+          ],
+        },
+      ],
+    };
+  } finally {
+    await cg.close();
+  }
+};

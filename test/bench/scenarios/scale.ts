@@ -27,6 +27,10 @@ export interface ScaleFleet {
   gateway: ClusterEndpoint;
   /** Gateway start (config parsed, before listening) to every member synced, as the gateway saw it. */
   coldSyncMs: number;
+  /** Of which: until startTestGateway returned (PKI for the test gateway, config, listening). */
+  startedMs: number;
+  /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
+  firstMember: ClusterEndpoint;
   /** Sends a command to the sim child (churn, ceiling...). */
   sim(cmd: Record<string, unknown>): Promise<any>;
   gw(cmd: Record<string, unknown>): Promise<any>;
@@ -43,7 +47,9 @@ interface Child {
 }
 
 function spawnChild(mode: string, arg: unknown, heapMB: number, log: (m: string) => void): Child {
-  const proc = spawn(process.execPath, [`--max-old-space-size=${heapMB}`, '--expose-gc', '--import', 'tsx', self, mode, JSON.stringify(arg)], {
+  // FLEETGATE_BENCH_CPUPROF=<dir>: a CPU profile of each child, for finding what bounds a figure.
+  const prof = process.env.FLEETGATE_BENCH_CPUPROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLEETGATE_BENCH_CPUPROF}`] : [];
+  const proc = spawn(process.execPath, [`--max-old-space-size=${heapMB}`, '--expose-gc', ...prof, ...(process.env[`FLEETGATE_BENCH_${mode.toUpperCase()}_FLAGS`]?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', self, mode, JSON.stringify(arg)], {
     stdio: ['pipe', 'pipe', 'inherit'],
     env: { ...process.env, NODE_OPTIONS: '' },
   });
@@ -108,6 +114,8 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
       totalPods: o.members * o.podsPerMember,
       gateway: g.endpoint,
       coldSyncMs: g.coldSyncMs,
+      startedMs: g.startedMs,
+      firstMember: s.firstMember,
       sim: (cmd) => sim.call(cmd),
       gw: (cmd) => gwChild.call(cmd),
       gatewayPid: gwChild.proc.pid!,
@@ -151,7 +159,7 @@ export interface Timed {
 export function timedGet(ep: ClusterEndpoint, path: string, o: { accept?: string; keep?: boolean } = {}): Promise<Timed> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
-    const req = httpsGet(new URL(path, ep.url), { agent: agentFor(ep), headers: { accept: o.accept ?? 'application/json' } }, (res) => {
+    const req = httpsGet(new URL(path, ep.url), { agent: agentFor(ep), headers: { accept: o.accept ?? 'application/json', ...(ep.token ? { authorization: `Bearer ${ep.token}` } : {}) } }, (res) => {
       let bytes = 0;
       const chunks: Buffer[] = [];
       let head: Buffer | undefined;
@@ -327,7 +335,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
       await cp.close();
     },
   );
-  process.stdout.write(`${JSON.stringify({ id: 0, result: { seedMs, controlPlaneKubeconfig: cp.members[0]!.kubeconfigPath, members: fleet.members.map((m) => ({ name: m.name, kubeconfig: m.kubeconfigPath })) } })}\n`);
+  process.stdout.write(`${JSON.stringify({ id: 0, result: { seedMs, controlPlaneKubeconfig: cp.members[0]!.kubeconfigPath, members: fleet.members.map((m) => ({ name: m.name, kubeconfig: m.kubeconfigPath })), firstMember: { url: fleet.members[0]!.url, caPem: fleet.servingCA.certPem, token: fleet.adminToken } } })}\n`);
 }
 
 async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Array<{ name: string; kubeconfig: string }> }): Promise<void> {
@@ -339,6 +347,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     requestTimeoutSeconds: 120,
     extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n  members:\n${members}\n`,
   });
+  const startedMs = performance.now() - t0;
   const caches = gw.running.gateway.members!.caches;
   // Polled often: the figure is start to the moment the last member's first list landed.
   while (caches.statuses().length < arg.members.length || caches.statuses().some((s) => !s.synced)) {
@@ -354,7 +363,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     },
     () => gw.close(),
   );
-  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, endpoint } })}\n`);
+  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, endpoint } })}\n`);
 }
 
 if (process.argv[1] === self) {

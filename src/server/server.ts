@@ -131,6 +131,8 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     session.once('close', () => sessions.delete(session));
   });
   app.server.on('secureConnection', (socket: TLSSocket) => {
+    // The HTTP/2 server leaves Nagle's algorithm on; small responses then wait for the peer's delayed ACK (~40 ms).
+    socket.setNoDelay(true);
     sockets.add(socket);
     socket.once('close', () => sockets.delete(socket));
   });

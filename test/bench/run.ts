@@ -5,7 +5,8 @@
 //   npm run bench -- --quick           reduced scale (the whole run in under 5 minutes)
 //   npm run bench -- --quick 1 7       only scenarios 1 and 7; the others keep their last published result
 //
-// A scenario that throws is reported as not run (met: null) with its error; the run goes on.
+// A scenario that throws is reported as not run (met: null) with its error; the run goes on. A string figure named
+// "verdict" (e.g. "missed: 2.4 ms added vs 0.3 ms") is shown beside met/missed in the tables, not among the figures.
 
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
@@ -71,11 +72,13 @@ function esc(s: string): string {
 }
 
 function metCell(r: ScenarioResult): string {
-  return r.met === true ? '✅ met' : r.met === false ? '❌ missed' : '⚠️ not judged';
+  const m = r.met === true ? '✅ met' : r.met === false ? '❌ missed' : '⚠️ not judged';
+  const v = r.figures.verdict;
+  return v === undefined ? m : `${m}: ${esc(String(v).replace(/^(met|missed):\s*/, ''))}`;
 }
 
 function figuresCell(r: ScenarioResult, max = Infinity): string {
-  const e = Object.entries(r.figures);
+  const e = Object.entries(r.figures).filter(([k]) => k !== 'verdict');
   const shown = e.slice(0, max).map(([k, v]) => `${k}=${fmt(v)}`);
   if (e.length > max) shown.push(`… (${e.length - max} more in the report)`);
   return esc(shown.join(', '));
@@ -142,7 +145,7 @@ function report(file: ResultsFile, charts: Map<number, string[]>): string {
   ];
   for (const r of file.results) {
     parts.push(`## ${r.id}. ${r.title}`, '', `Goal: ${r.goal}. Result: ${metCell(r)}. Measured ${r.ranAt}${r.quick ? ' at quick scale' : ''} in ${r.durationS} s.`, '');
-    parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
+    parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).filter(([k]) => k !== 'verdict').map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
     if (r.notes.length) parts.push(...r.notes.map((n) => `- ${n}`), '');
     for (const c of charts.get(r.id) ?? []) parts.push(`![${r.title}](${c})`, '');
   }

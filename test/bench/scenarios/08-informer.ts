@@ -51,6 +51,7 @@ export const run: Scenario = async ({ quick, log }) => {
     const d = median(times.direct);
     const g = median(times.gateway);
     const figures: ScenarioResult['figures'] = {
+      verdict: `${g <= d * 1.1 ? 'met' : 'missed'}: ${pods} pods synced in ${round(g / 1000, 2)} s through the gateway vs ${round(d / 1000, 2)} s direct (${round(g / d, 2)}×)`,
       pods,
       direct_sync_ms: round(d, 0),
       gateway_sync_ms: round(g, 0),

@@ -240,6 +240,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
   }
   const seedMs = Date.now() - t0;
   let churnTimer: NodeJS.Timeout | undefined;
+  let churnStats = () => ({ ops: 0, ms: 0 });
   let ceiling: { close(): void } | undefined;
 
   // Churn that stamps each change with the time it was made (ms since the epoch, fractional), so a watcher in
@@ -287,6 +288,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
         ops++;
       }
     }, 5);
+    churnStats = () => ({ ops, ms: Date.now() - started });
     return { started };
   };
 
@@ -297,7 +299,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
           return startChurn(cmd.rate, cmd.namespace ?? 'churn');
         case 'stopChurn':
           clearInterval(churnTimer);
-          return {};
+          return churnStats();
         case 'rss':
           return memory();
         case 'ceiling': {

@@ -8,6 +8,7 @@
 // A scenario that throws is reported as not run (met: null) with its error; the run goes on. A string figure named
 // "verdict" (e.g. "missed: 2.4 ms added vs 0.3 ms") is shown beside met/missed in the tables, not among the figures.
 
+import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -200,8 +201,16 @@ async function main(): Promise<void> {
     const published: PublishedResult = { ...r, id, ranAt: new Date().toISOString(), quick, durationS, machine: mach };
     byId.set(id, published);
     log(`scenario ${id} done in ${durationS} s: ${metCell(r)} ${JSON.stringify(r.figures)}`);
+    // Published after every scenario, so a later one that takes the process down loses only itself.
+    publish(byId, mach);
   }
+  publish(byId, mach);
+  log(`wrote docs/bench/results.json, docs/bench/report.md and the README table`);
+  process.stdout.write(table([...byId.values()].sort((a, b) => a.id - b.id)) + '\n');
+}
 
+function publish(byId: Map<number, PublishedResult>, mach: Machine): void {
+  const resultsPath = join(DOCS, 'results.json');
   const results = [...byId.values()].sort((a, b) => a.id - b.id);
   const file: ResultsFile = { generatedAt: new Date().toISOString(), machine: mach, results };
   mkdirSync(DOCS, { recursive: true });
@@ -218,8 +227,17 @@ async function main(): Promise<void> {
   }
   writeFileSync(join(DOCS, 'report.md'), report(file, charts));
   readme(file);
-  log(`wrote ${resultsPath.slice(ROOT.length + 1)}, docs/bench/report.md and the README table`);
-  process.stdout.write(table(results) + '\n');
+}
+
+// The fleet-scale scenarios hold millions of objects: run in a child with a heap sized for them (V8's default limit
+// is about 4 GiB), unless this already is that child or the caller chose a limit.
+const HEAP_MB = 16_384;
+if (!process.env.FLEETGATE_BENCH_CHILD && !/max-old-space-size/.test(`${process.env.NODE_OPTIONS ?? ''} ${process.execArgv.join(' ')}`)) {
+  const r = spawnSync(process.execPath, [...process.execArgv, `--max-old-space-size=${HEAP_MB}`, fileURLToPath(import.meta.url), ...process.argv.slice(2)], {
+    stdio: 'inherit',
+    env: { ...process.env, FLEETGATE_BENCH_CHILD: '1' },
+  });
+  process.exit(r.status ?? 1);
 }
 
 main().then(

@@ -16,15 +16,17 @@ export interface CachedGateway {
   close(): Promise<void>;
 }
 
-/** A sim fleet (control-plane + members with generated pods) and a gateway caching the members (static list). */
+/** A sim control plane, sim members with generated pods and a gateway caching the members (static list). */
 export async function startCachedGateway(o: { members: string[]; podsPerCluster: number; log: (m: string) => void }): Promise<CachedGateway> {
   o.log(`starting a sim fleet: ${o.members.length} member(s) x ${o.podsPerCluster} pods`);
-  // The control plane gets generated pods too (startSimFleet seeds every cluster); the gateway never caches them.
-  const fleet = await startSimFleet({ clusters: ['control-plane', ...o.members], podsPerCluster: o.podsPerCluster });
+  // Two fleets: startSimFleet seeds pods into every cluster it starts, and the control plane needs none.
+  const cpFleet = await startSimFleet({ clusters: ['control-plane'] });
+  let fleet: SimFleet | undefined;
   let gw: TestGateway | undefined;
   try {
-    const cp = fleet.member('control-plane');
-    const admin = { url: cp.url, caPem: fleet.servingCA.certPem, token: fleet.adminToken };
+    fleet = await startSimFleet({ clusters: o.members, podsPerCluster: o.podsPerCluster });
+    const cp = cpFleet.member('control-plane');
+    const admin = { url: cp.url, caPem: cpFleet.servingCA.certPem, token: cpFleet.adminToken };
     const post = async (path: string, body: object) => {
       const r = await call(admin, 'POST', path, { body });
       if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
@@ -35,7 +37,7 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-pod-reader' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
     });
-    const members = o.members.map((m) => `    - name: ${m}\n      kubeconfig: ${fleet.member(m).kubeconfigPath}`).join('\n');
+    const members = o.members.map((m) => `    - name: ${m}\n      kubeconfig: ${fleet!.member(m).kubeconfigPath}`).join('\n');
     gw = await startTestGateway({
       controlPlaneKubeconfig: cp.kubeconfigPath,
       requestTimeoutSeconds: 60,
@@ -50,10 +52,20 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
       await new Promise((res) => setTimeout(res, 100));
     }
     const g = gw;
-    return { fleet, gw: g, close: async () => { await g.close().catch(() => {}); await fleet.close().catch(() => {}); } };
+    const f = fleet;
+    return {
+      fleet: f,
+      gw: g,
+      close: async () => {
+        await g.close().catch(() => {});
+        await f.close().catch(() => {});
+        await cpFleet.close().catch(() => {});
+      },
+    };
   } catch (e) {
     await gw?.close().catch(() => {});
-    await fleet.close().catch(() => {});
+    await fleet?.close().catch(() => {});
+    await cpFleet.close().catch(() => {});
     throw e;
   }
 }

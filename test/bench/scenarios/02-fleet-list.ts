@@ -60,7 +60,12 @@ export const run: Scenario = async ({ quick, log }) => {
       tableBytes = r.bytes;
     }
     const tenK: number[] = [];
-    for (let i = 0; i < (quick ? 10 : 20); i++) tenK.push((await timedGet(ep, '/api/v1/pods?limit=10000')).ms);
+    let tenKBytes = 0;
+    for (let i = 0; i < (quick ? 10 : 20); i++) {
+      const r = await timedGet(ep, '/api/v1/pods?limit=10000');
+      tenK.push(r.ms);
+      tenKBytes = r.bytes;
+    }
 
     const jsonMs = summarize(json).p50;
     const ceilMs = summarize(ceiling).p50;
@@ -71,7 +76,12 @@ export const run: Scenario = async ({ quick, log }) => {
     const met = ratio >= 0.7 && tenKp50 < 100;
     const notes = [scaleNote(members, podsPerMember), `times are medians of ${reps} runs; the client is the benchmark process (node https, HTTP/1.1 over TLS), as is the ceiling's`];
     if (ratio < 0.7) notes.push(`JSON list at ${round(ratio * 100, 1)}% of the ceiling, ${round((0.7 - ratio) * 100, 1)} points short`);
-    if (tenKp50 >= 100) notes.push(`10k-pod list p50 ${round(tenKp50)} ms, ${round(tenKp50 - 100)} ms over the goal`);
+    const tenKCeilingMs = tenKBytes / MB / ceilMBs * 1000;
+    if (tenKp50 >= 100) {
+      notes.push(
+        `10k-pod list (limit=10000, ${round(tenKBytes / MB)} MB) p50 ${round(tenKp50)} ms, ${round(tenKp50 - 100)} ms over the goal; the loopback ceiling measured in this run moves those bytes in ${round(tenKCeilingMs)} ms, so on this machine the goal asks for ${round(tenKBytes / MB / 0.1)} MB/s, ${tenKCeilingMs >= 100 ? 'more than the ceiling itself: bounded by TLS on loopback on these shared cores, not by the cache' : 'within the ceiling'}`,
+      );
+    }
     return {
       id: 2,
       title: 'Fleet LIST from the cache',
@@ -93,6 +103,7 @@ export const run: Scenario = async ({ quick, log }) => {
         full_table_MBps: round(tableBytes / MB / (summarize(table).p50 / 1000)),
         list_10k_p50_ms: round(tenKp50),
         list_10k_p99_ms: round(summarize(tenK).p99),
+        list_10k_bytes: tenKBytes,
       },
       met,
       notes,

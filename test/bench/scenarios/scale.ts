@@ -182,14 +182,14 @@ export function timedGet(ep: ClusterEndpoint, path: string, o: { accept?: string
   });
 }
 
-/** Sizes: quick runs 50,000 pods across 10 members; full runs the largest that fits this machine (see notes). */
+/** Sizes: quick runs 30,000 pods across 10 members; full runs the largest that fits this machine (see notes). */
 export function scaleFor(quick: boolean): { members: number; podsPerMember: number } {
   const env = process.env.FLEETGATE_BENCH_SCALE; // "members x podsPerMember", to try other sizes
   if (env) {
     const [m, p] = env.split('x').map(Number);
     return { members: m!, podsPerMember: p! };
   }
-  return quick ? { members: 10, podsPerMember: 5_000 } : { members: 100, podsPerMember: FULL_PODS_PER_MEMBER };
+  return quick ? { members: 10, podsPerMember: 3_000 } : { members: 100, podsPerMember: FULL_PODS_PER_MEMBER };
 }
 
 /** Full scale asks for 10,000 per member (1M); what this 24 GiB machine holds is set here (see the notes). */

@@ -193,7 +193,7 @@ export function scaleFor(quick: boolean): { members: number; podsPerMember: numb
 }
 
 /** Full scale asks for 10,000 per member (1M); what this 24 GiB machine holds is set here (see the notes). */
-export const FULL_PODS_PER_MEMBER = 3_000;
+export const FULL_PODS_PER_MEMBER = 2_000;
 
 export function scaleNote(members: number, podsPerMember: number): string {
   const total = members * podsPerMember;

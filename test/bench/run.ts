@@ -179,9 +179,8 @@ async function main(): Promise<void> {
   const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));
   const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
   const mach = machine();
-  const resultsPath = join(DOCS, 'results.json');
-  const previous: PublishedResult[] = existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as ResultsFile).results : [];
-  const byId = new Map(previous.map((r) => [r.id, r]));
+  const byId = new Map(readPublished().map((r) => [r.id, r]));
+  const mine = new Map<number, PublishedResult>();
 
   for (const { id, file } of scenarioFiles()) {
     if (only.size && !only.has(id)) continue;
@@ -200,17 +199,26 @@ async function main(): Promise<void> {
     const durationS = Math.round((Date.now() - t0) / 100) / 10;
     const published: PublishedResult = { ...r, id, ranAt: new Date().toISOString(), quick, durationS, machine: mach };
     byId.set(id, published);
+    mine.set(id, published);
     log(`scenario ${id} done in ${durationS} s: ${metCell(r)} ${JSON.stringify(r.figures)}`);
     // Published after every scenario, so a later one that takes the process down loses only itself.
-    publish(byId, mach);
+    publish(mine, mach);
   }
-  publish(byId, mach);
+  publish(mine, mach);
   log(`wrote docs/bench/results.json, docs/bench/report.md and the README table`);
-  process.stdout.write(table([...byId.values()].sort((a, b) => a.id - b.id)) + '\n');
+  process.stdout.write(table(readPublished()) + "\n");
 }
 
-function publish(byId: Map<number, PublishedResult>, mach: Machine): void {
+function readPublished(): PublishedResult[] {
+  const p = join(DOCS, 'results.json');
+  return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as ResultsFile).results : [];
+}
+
+/** Overlays this run's results on what is published now (another run may have published since this one started). */
+function publish(mine: Map<number, PublishedResult>, mach: Machine): void {
   const resultsPath = join(DOCS, 'results.json');
+  const byId = new Map(readPublished().map((r) => [r.id, r]));
+  for (const [id, r] of mine) byId.set(id, r);
   const results = [...byId.values()].sort((a, b) => a.id - b.id);
   const file: ResultsFile = { generatedAt: new Date().toISOString(), machine: mach, results };
   mkdirSync(DOCS, { recursive: true });

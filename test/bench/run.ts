@@ -206,7 +206,7 @@ async function main(): Promise<void> {
   }
   publish(mine, mach);
   log(`wrote docs/bench/results.json, docs/bench/report.md and the README table`);
-  process.stdout.write(table(readPublished()) + "\n");
+  process.stdout.write(table(readPublished()) + '\n');
 }
 
 function readPublished(): PublishedResult[] {

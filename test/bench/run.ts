@@ -4,6 +4,7 @@
 //   npm run bench                      every scenario, full scale
 //   npm run bench -- --quick           reduced scale (the whole run in under 5 minutes)
 //   npm run bench -- --quick 1 7       only scenarios 1 and 7; the others keep their last published result
+//   npm run bench -- --no-publish 4    print the figures only; docs/ and README stay as they are (work in progress)
 //
 // A scenario that throws is reported as not run (met: null) with its error; the run goes on. A string figure named
 // "verdict" (e.g. "missed: 2.4 ms added vs 0.3 ms") is shown beside met/missed in the tables, not among the figures.
@@ -176,6 +177,7 @@ function readme(file: ResultsFile): void {
 async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const quick = args.includes('--quick');
+  const dry = args.includes('--no-publish');
   const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));
   const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
   const mach = machine();
@@ -202,7 +204,11 @@ async function main(): Promise<void> {
     mine.set(id, published);
     log(`scenario ${id} done in ${durationS} s: ${metCell(r)} ${JSON.stringify(r.figures)}`);
     // Published after every scenario, so a later one that takes the process down loses only itself.
-    publish(mine, mach);
+    if (!dry) publish(mine, mach);
+  }
+  if (dry) {
+    process.stdout.write(table([...mine.values()]) + '\n');
+    return;
   }
   publish(mine, mach);
   log(`wrote docs/bench/results.json, docs/bench/report.md and the README table`);

@@ -7,6 +7,7 @@ set -euo pipefail
 
 KUBE_VERSION="${FLEETGATE_KUBE_VERSION:-v1.34.4}"
 ETCD_VERSION="${FLEETGATE_ETCD_VERSION:-v3.6.16}"
+HELM_VERSION="${FLEETGATE_HELM_VERSION:-v3.19.5}"
 CACHE="${FLEETGATE_BIN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/fleetgate/bin}"
 mkdir -p "$CACHE"
 
@@ -88,7 +89,25 @@ GO
   log "etcd $ETCD_VERSION built in $((SECONDS - start)) s"
 }
 
+# helm for the chart tests (helm lint, helm template). Its own module builds as is: go install module@version.
+build_helm() {
+  local out="$CACHE/helm-$HELM_VERSION"
+  if [[ -x "$out" ]]; then log "reusing $out"; return; fi
+  local start=$SECONDS work
+  work=$(mktemp -d)
+  trap 'rm -rf "$work"' RETURN
+  log "building helm $HELM_VERSION"
+  GOBIN="$work" CGO_ENABLED=0 go install -trimpath \
+    -ldflags "-s -w -X helm.sh/helm/v3/internal/version.version=$HELM_VERSION" \
+    "helm.sh/helm/v3/cmd/helm@$HELM_VERSION"
+  mv "$work/helm" "$out.tmp"
+  mv "$out.tmp" "$out"
+  log "helm $HELM_VERSION built in $((SECONDS - start)) s"
+}
+
 build_etcd
 build_kube_apiserver
+build_helm
 echo "KUBE_APISERVER=$CACHE/kube-apiserver-$KUBE_VERSION"
 echo "ETCD=$CACHE/etcd-$ETCD_VERSION"
+echo "HELM=$CACHE/helm-$HELM_VERSION"

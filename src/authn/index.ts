@@ -10,11 +10,13 @@
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import { newUnauthorized } from '../api/status.js';
 import { SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
 import { bearerTokenFromHeader, bearerTokenFromWebSocketProtocol, type TokenLookup } from './bearer.js';
 import { withAuthenticatedGroup } from './group.js';
 import { newOidcAuthenticator, untrustedIssuer, type OidcAuthenticator, type OidcIssuerConfig, type TokenOutcome } from './oidc.js';
+import { newRevocationChecker, type RevocationChecker } from './revocation.js';
 import { loadTokenFile } from './tokenfile.js';
 import { authenticateClientCert } from './x509.js';
 
@@ -26,6 +28,8 @@ export interface AuthnConfig {
   x509: boolean;
   oidc: OidcIssuerConfig[];
   tokenFile?: string;
+  /** Client certificates listed in crlFile (CRLs signed by a CA of clientCAFile) are refused; reloaded on change. */
+  revocation?: { crlFile: string; clientCAFile: string };
 }
 
 export interface Authenticator {
@@ -41,6 +45,8 @@ export interface Authenticator {
 export interface AuthenticatorOptions {
   /** Failure reasons go here at debug level (never tokens), issuer discovery failures at error level. */
   log?: Logger;
+  /** Where the revocation list's metrics are registered. */
+  registry?: Registry;
 }
 
 /** The user kube-apiserver gives requests without credentials when --anonymous-auth is on. */
@@ -58,6 +64,9 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
     for (const [token, user] of table.tokens) staticTokens.set(token, withAuthenticatedGroup(user));
   }
 
+  const revocation: RevocationChecker | undefined =
+    cfg.x509 && cfg.revocation ? await newRevocationChecker({ ...cfg.revocation, ...(log ? { log } : {}), ...(opts.registry ? { registry: opts.registry } : {}) }) : undefined;
+
   const issuers = new Map<string, OidcAuthenticator>();
   try {
     for (const c of cfg.oidc) {
@@ -68,6 +77,7 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
     }
   } catch (err) {
     for (const a of issuers.values()) a.close();
+    revocation?.close();
     throw err;
   }
 
@@ -98,8 +108,12 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
       let failures: string[] | undefined;
       if (cfg.x509) {
         const r = authenticateClientCert(req);
-        if (r.kind === 'user') return r.user;
-        if (r.kind === 'error') (failures ??= []).push(r.reason);
+        if (r.kind === 'user') {
+          if (revocation === undefined || !revocation.isRevoked(r.cert.serial, r.cert.der)) return r.user;
+          (failures ??= []).push(`verifying certificate ${r.cert.id} failed: the certificate has been revoked`);
+        } else if (r.kind === 'error') {
+          (failures ??= []).push(r.reason);
+        }
       }
       const headers = req.headers;
       let r = await fromLookup(bearerTokenFromHeader(headers));
@@ -115,6 +129,7 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
     },
     close() {
       for (const a of issuers.values()) a.close();
+      revocation?.close();
     },
   };
 }

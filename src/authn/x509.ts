@@ -22,8 +22,22 @@ export const CERT_UID_OID = '1.3.6.1.4.1.57683.2';
 const OID_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 const OID_ANY_EKU = '2.5.29.37.0';
 
-/** `user` already carries system:authenticated and is frozen (it is shared by every request on the connection). */
-export type X509Outcome = { kind: 'none' } | { kind: 'user'; user: Readonly<UserInfo> } | { kind: 'error'; reason: string };
+/**
+ * `user` already carries system:authenticated and is frozen (it is shared by every request on the connection);
+ * `cert` is what the revocation list is checked against on every request.
+ */
+export type X509Outcome =
+  | { kind: 'none' }
+  | { kind: 'user'; user: Readonly<UserInfo>; cert: VerifiedCertificate }
+  | { kind: 'error'; reason: string };
+
+export interface VerifiedCertificate {
+  /** Hex, as node prints it. */
+  serial: string;
+  der: Buffer;
+  /** For messages: x509.go's certificateIdentifier. */
+  id: string;
+}
 
 const NONE: X509Outcome = { kind: 'none' };
 
@@ -81,7 +95,7 @@ function decide(socket: Partial<TLSSocket>): X509Outcome {
     extra: { [CREDENTIAL_ID_EXTRA]: ['X509SHA256=' + createHash('sha256').update(cert.raw).digest('hex')] },
   };
   if (uids.length === 1) user.uid = uids[0];
-  return { kind: 'user', user: withAuthenticatedGroup(user) };
+  return { kind: 'user', user: withAuthenticatedGroup(user), cert: { serial: cert.serialNumber, der: cert.raw, id: certificateIdentifier(cert) } };
 }
 
 /** x509.go's certificateIdentifier, for log lines: serial in decimal, key ids in hex. */

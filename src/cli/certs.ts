@@ -4,8 +4,10 @@
 import { X509Certificate } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { join, resolve } from 'node:path';
-import { createCA, issueClientCert, issueServingCert, type CertKeyPem } from '../pki/index.js';
+import { dirname, join, resolve } from 'node:path';
+import { KubeConfig } from '@kubernetes/client-node';
+import { readRevocationLists, normalizeSerial, signRevocationList, type RevocationReason, type RevokedEntry } from '../pki/crl.js';
+import { certificateSerial, createCA, issueClientCert, issueServingCert, type CertKeyPem } from '../pki/index.js';
 import { buildKubeconfig } from '../pki/kubeconfig.js';
 import { UsageError } from './flags.js';
 
@@ -26,6 +28,8 @@ export const CERT_FILES = {
   servingKey: 'serving.key',
   clientCACert: 'client-ca.crt',
   clientCAKey: 'client-ca.key',
+  /** Written by `certs revoke`; not made by init, so `init --force` never drops revocations. */
+  clientCRL: 'client-ca.crl',
 } as const;
 
 export const DEFAULT_HOSTS = ['localhost', '127.0.0.1'];
@@ -41,7 +45,7 @@ export interface InitOptions {
 
 export async function certsInit(cmd: string, opts: InitOptions, io: Output): Promise<void> {
   const dir = resolve(opts.dir);
-  const names = Object.values(CERT_FILES);
+  const names = Object.values(CERT_FILES).filter((n) => n !== CERT_FILES.clientCRL);
   if (!opts.force) {
     const existing = names.filter((n) => existsSync(join(dir, n)));
     if (existing.length > 0) throw new CommandError(`${cmd}: ${dir} already has ${existing.join(', ')}; pass --force to replace them`);
@@ -112,7 +116,136 @@ export async function certsIssue(cmd: string, opts: IssueOptions, io: Output): P
     return;
   }
   writeFile(cmd, out, kubeconfig, KEY_MODE, opts.force);
-  io.out(`wrote ${out}: ${who}, valid until ${until}, server ${opts.server}\n`);
+  io.out(`wrote ${out}: ${who}, serial ${certificateSerial(client.certPem)}, valid until ${until}, server ${opts.server}\n`);
+}
+
+export interface RevokeOptions {
+  dir: string;
+  /** PEM certificate files. */
+  certs: string[];
+  /** Kubeconfigs whose current user has a client certificate (as `certs issue` writes them). */
+  kubeconfigs: string[];
+  /** Hex serial numbers, with or without colons. */
+  serials: string[];
+  reason?: RevocationReason;
+  /** How long the new list is valid (its nextUpdate). */
+  days: number;
+}
+
+export const DEFAULT_CRL_DAYS = 365;
+
+/**
+ * Adds certificates to DIR/client-ca.crl, a CRL signed by the client CA, and writes the new list in one rename so
+ * a gateway reloading it never reads half a file. Certificates not issued by this client CA are refused: listing
+ * them would have no effect and hide the mistake.
+ */
+export async function certsRevoke(cmd: string, opts: RevokeOptions, io: Output): Promise<void> {
+  const dir = resolve(opts.dir);
+  const clientCA: CertKeyPem = { certPem: readFrom(cmd, dir, CERT_FILES.clientCACert), keyPem: readFrom(cmd, dir, CERT_FILES.clientCAKey) };
+  const crlPath = join(dir, CERT_FILES.clientCRL);
+  const { entries, number } = await currentList(cmd, crlPath, clientCA.certPem);
+  const caCert = new X509Certificate(clientCA.certPem);
+
+  const wanted: Array<{ serial: string; what: string }> = [];
+  const addCert = (pem: string, source: string) => {
+    let cert: X509Certificate;
+    try {
+      cert = new X509Certificate(pem);
+    } catch (err) {
+      throw new CommandError(`${cmd}: ${source} holds no readable certificate: ${(err as Error).message}`);
+    }
+    if (!cert.checkIssued(caCert) || !cert.verify(caCert.publicKey)) {
+      throw new CommandError(`${cmd}: ${source} was not issued by ${join(dir, CERT_FILES.clientCACert)}; the gateway does not accept it anyway`);
+    }
+    wanted.push({ serial: normalizeSerial(cert.serialNumber), what: `${cert.subject.replace(/\n/g, ', ')}, from ${source}` });
+  };
+  for (const f of opts.certs) addCert(readPath(cmd, f), f);
+  for (const f of opts.kubeconfigs) addCert(clientCertOfKubeconfig(cmd, f), f);
+  for (const s of opts.serials) {
+    let serial: string;
+    try {
+      serial = normalizeSerial(s);
+    } catch (err) {
+      throw new UsageError(`${cmd}: --serial: ${(err as Error).message}; give it as openssl or \`certs issue\` prints it, e.g. 3A5F...`);
+    }
+    wanted.push({ serial, what: 'by serial' });
+  }
+
+  const now = new Date();
+  const known = new Map(entries.map((e) => [e.serial, e]));
+  const lines: string[] = [];
+  for (const w of wanted) {
+    const had = known.get(w.serial);
+    if (had) {
+      lines.push(`already revoked ${w.serial.toUpperCase()} (${w.what}) on ${had.revokedAt.toISOString()}\n`);
+      continue;
+    }
+    const e: RevokedEntry = { serial: w.serial, revokedAt: now, ...(opts.reason ? { reason: opts.reason } : {}) };
+    known.set(w.serial, e);
+    lines.push(`revoked ${w.serial.toUpperCase()} (${w.what})\n`);
+  }
+  let pem: string;
+  try {
+    pem = await signRevocationList(clientCA, [...known.values()], { number: number + 1n, days: opts.days, now });
+  } catch (err) {
+    throw new CommandError(`${cmd}: cannot sign with ${join(dir, CERT_FILES.clientCAKey)}: ${(err as Error).message}`);
+  }
+  writeFile(cmd, crlPath, pem, CERT_MODE, true);
+  io.out(
+    lines.join('') +
+      `wrote ${crlPath}: ${known.size} revoked certificate${known.size === 1 ? '' : 's'}, list number ${number + 1n}, valid until ${new Date(now.getTime() + opts.days * 86_400_000).toISOString()}\n` +
+      'gateways whose server.tls.clientCRLFile is this file refuse these certificates within seconds, without a restart\n',
+  );
+}
+
+/** `certs revoked`: what DIR/client-ca.crl lists. */
+export async function certsRevoked(cmd: string, opts: { dir: string }, io: Output): Promise<void> {
+  const dir = resolve(opts.dir);
+  const crlPath = join(dir, CERT_FILES.clientCRL);
+  const caPem = readFrom(cmd, dir, CERT_FILES.clientCACert);
+  if (!existsSync(crlPath)) {
+    io.out(`${crlPath} does not exist: no certificate has been revoked\n`);
+    return;
+  }
+  const { entries, number, nextUpdate } = await currentList(cmd, crlPath, caPem);
+  const rows = [['SERIAL', 'REVOKED', 'REASON'], ...entries.map((e) => [e.serial.toUpperCase(), e.revokedAt.toISOString(), e.reason ?? ''])];
+  const widths = [0, 1].map((i) => Math.max(...rows.map((r) => r[i]!.length)) + 3);
+  io.out(rows.map((r) => `${r[0]!.padEnd(widths[0]!)}${r[1]!.padEnd(widths[1]!)}${r[2]}`.trimEnd() + '\n').join(''));
+  io.out(`list number ${number}${nextUpdate ? `, valid until ${nextUpdate.toISOString()}` : ''}\n`);
+}
+
+async function currentList(cmd: string, crlPath: string, caPem: string): Promise<{ entries: RevokedEntry[]; number: bigint; nextUpdate?: Date }> {
+  if (!existsSync(crlPath)) return { entries: [], number: 0n };
+  try {
+    const lists = await readRevocationLists(readFileSync(crlPath, 'utf8'), caPem);
+    const entries = lists.flatMap((l) => l.entries);
+    const number = lists.reduce((n, l) => (l.number !== undefined && l.number > n ? l.number : n), 0n);
+    const nextUpdate = lists[0]?.nextUpdate;
+    return { entries, number, ...(nextUpdate ? { nextUpdate } : {}) };
+  } catch (err) {
+    throw new CommandError(`${cmd}: ${crlPath} is not a revocation list of this client CA: ${(err as Error).message}; move it away to start a new one`);
+  }
+}
+
+function clientCertOfKubeconfig(cmd: string, file: string): string {
+  const kc = new KubeConfig();
+  try {
+    kc.loadFromFile(file);
+  } catch (err) {
+    throw new CommandError(`${cmd}: cannot read kubeconfig ${file}: ${(err as Error).message}`);
+  }
+  const user = kc.getCurrentUser();
+  if (user?.certData) return Buffer.from(user.certData, 'base64').toString('utf8');
+  if (user?.certFile) return readPath(cmd, resolve(dirname(resolve(file)), user.certFile));
+  throw new CommandError(`${cmd}: kubeconfig ${file} has no client certificate for its current user${user ? ` (${user.name})` : ''}`);
+}
+
+function readPath(cmd: string, p: string): string {
+  try {
+    return readFileSync(p, 'utf8');
+  } catch (err) {
+    throw new CommandError(`${cmd}: cannot read ${p}: ${ioReason(err)}`);
+  }
 }
 
 /** --hosts: comma-separated IP addresses and DNS names (a leading *. label for a wildcard). */

@@ -87,6 +87,8 @@ server:
     certFile: ${CERT_FILES.servingCert}
     keyFile: ${CERT_FILES.servingKey}
     clientCAFile: ${CERT_FILES.clientCACert}
+    # \`fleetgate certs revoke --dir <demo dir>\` writes it; the gateway picks it up without a restart.
+    clientCRLFile: ${CERT_FILES.clientCRL}
 controlPlane:
   kubeconfig: ${controlPlaneKubeconfig}
 resources:

@@ -5,7 +5,8 @@ import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig, type Config } from '../config/index.js';
-import { CommandError, DEFAULT_CLIENT_CERT_DAYS, DEFAULT_HOSTS, certsInit, certsIssue, parseHosts, parseServerURL, type Output } from './certs.js';
+import { REVOCATION_REASONS, type RevocationReason } from '../pki/crl.js';
+import { CommandError, DEFAULT_CLIENT_CERT_DAYS, DEFAULT_CRL_DAYS, DEFAULT_HOSTS, certsInit, certsIssue, certsRevoke, certsRevoked, parseHosts, parseServerURL, type Output } from './certs.js';
 import { UsageError, all, flagHelp, intFlag, optional, parseFlags, required, type FlagSpecs, type Flags } from './flags.js';
 
 /** What `fleetgate demo` passes to demo() in src/cli/demo.ts; unset fields are the demo's own defaults. */
@@ -94,6 +95,53 @@ const COMMANDS: Command[] = [
       const out = required(cmd, f, 'out', 'the kubeconfig file to write, or - for stdout');
       const days = intFlag(cmd, f, 'days', 1, 36_500, 'a whole number of days (1-36500)', DEFAULT_CLIENT_CERT_DAYS);
       await certsIssue(cmd, { dir, user, groups: [...new Set(groups)], server, out, days, force: f.bools.has('force') }, io);
+      return 0;
+    },
+  },
+  {
+    name: 'certs revoke',
+    summary: 'revoke client certificates: the gateway answers them with 401, without a restart',
+    usage: 'certs revoke --dir DIR (--cert FILE | --kubeconfig FILE | --serial HEX)... [--reason R] [--days N]',
+    description: [
+      'Adds the certificates to DIR/client-ca.crl, a certificate revocation list signed by DIR/client-ca.key, and',
+      'writes it anew (a new list number each time). A gateway whose server.tls.clientCRLFile is that file (or a',
+      'copy of it, e.g. in a Kubernetes Secret) reloads it within seconds and answers the certificates with 401,',
+      'also on connections opened before. Certificates already listed stay listed; revocation cannot be undone.',
+      `Reasons: ${Object.keys(REVOCATION_REASONS).join(', ')}.`,
+    ].join('\n'),
+    flags: {
+      dir: { type: 'string', value: 'DIR', help: 'a directory made by `fleetgate certs init`; required' },
+      cert: { type: 'string', multiple: true, value: 'FILE', help: 'a PEM client certificate to revoke; repeat for more' },
+      kubeconfig: { type: 'string', multiple: true, value: 'FILE', help: "a kubeconfig (as `certs issue` writes it) whose current user's certificate to revoke" },
+      serial: { type: 'string', multiple: true, value: 'HEX', help: 'a serial number to revoke (hex, as `certs issue` prints it)' },
+      reason: { type: 'string', value: 'R', help: 'the RFC 5280 reason recorded in the list (default: none)' },
+      days: { type: 'string', value: 'N', help: `how long the new list is valid (its nextUpdate; default ${DEFAULT_CRL_DAYS})` },
+    },
+    run: async (cmd, f, io) => {
+      const dir = required(cmd, f, 'dir', 'the directory made by fleetgate certs init');
+      const certs = all(f, 'cert');
+      const kubeconfigs = all(f, 'kubeconfig');
+      const serials = all(f, 'serial');
+      if (certs.length + kubeconfigs.length + serials.length === 0) {
+        throw new UsageError(`${cmd}: nothing to revoke; give --cert FILE, --kubeconfig FILE or --serial HEX`);
+      }
+      const reasonFlag = optional(f, 'reason');
+      if (reasonFlag !== undefined && !(reasonFlag in REVOCATION_REASONS)) {
+        throw new UsageError(`${cmd}: --reason ${JSON.stringify(reasonFlag)} is not one of ${Object.keys(REVOCATION_REASONS).join(', ')}`);
+      }
+      const days = intFlag(cmd, f, 'days', 1, 36_500, 'a whole number of days (1-36500)', DEFAULT_CRL_DAYS);
+      await certsRevoke(cmd, { dir, certs, kubeconfigs, serials, ...(reasonFlag ? { reason: reasonFlag as RevocationReason } : {}), days }, io);
+      return 0;
+    },
+  },
+  {
+    name: 'certs revoked',
+    summary: 'list the revoked client certificates',
+    usage: 'certs revoked --dir DIR',
+    description: 'Prints the serial number, revocation time and reason of every certificate DIR/client-ca.crl lists.',
+    flags: { dir: { type: 'string', value: 'DIR', help: 'a directory made by `fleetgate certs init`; required' } },
+    run: async (cmd, f, io) => {
+      await certsRevoked(cmd, { dir: required(cmd, f, 'dir', 'the directory made by fleetgate certs init') }, io);
       return 0;
     },
   },

@@ -41,6 +41,15 @@ export function checkCertificates(w: Walk, path: string, file: string): X509Cert
   return first;
 }
 
+/** A PEM CRL file; whether its signature verifies against the client CA is checked when the gateway loads it. */
+export function checkRevocationList(w: Walk, path: string, file: string): void {
+  const pem = readText(w, path, file);
+  if (pem === undefined) return;
+  if (pem.trim() !== '' && !pem.includes('-----BEGIN X509 CRL-----')) {
+    problem(w, path, `${show(file)} holds no PEM certificate revocation list (-----BEGIN X509 CRL-----); make one with fleetgate certs revoke`);
+  }
+}
+
 /** The serving key must parse and belong to the serving certificate, as Go's tls.LoadX509KeyPair insists. */
 export function checkServingKeyPair(w: Walk, certPath: string, certFile: string, keyPath: string, keyFile: string): void {
   const cert = checkCertificates(w, certPath, certFile);

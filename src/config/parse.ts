@@ -1,7 +1,7 @@
 // Reading the gateway's YAML configuration into a fully defaulted Config. Every problem in the file is collected
 // and reported at once, one line each: `config: <field path>: <value> is not <what is allowed>`.
 
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
@@ -23,7 +23,7 @@ import {
   type Reader,
   type Walk,
 } from './fields.js';
-import { checkCertificates, checkJWKS, checkKubeconfig, checkServingKeyPair, readText } from './files.js';
+import { checkCertificates, checkJWKS, checkKubeconfig, checkRevocationList, checkServingKeyPair, readText } from './files.js';
 import {
   ALWAYS_EXPOSED,
   CACHE_MODES,
@@ -127,7 +127,7 @@ function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
   if (s['tls'] === undefined || s['tls'] === null) {
     problem(w, tlsPath, 'missing; a mapping with certFile and keyFile (the serving certificate and key, PEM) is required');
   } else {
-    const m = mapping(w, tlsPath, s['tls'], ['certFile', 'keyFile', 'clientCAFile', 'minVersion']);
+    const m = mapping(w, tlsPath, s['tls'], ['certFile', 'keyFile', 'clientCAFile', 'clientCRLFile', 'minVersion']);
     if (m) [t, tlsGiven] = [m, true];
   }
   const certFile = tlsGiven ? req(w, t, tlsPath, 'certFile', filePath, 'a path to the serving certificate (PEM)') : undefined;
@@ -135,6 +135,12 @@ function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
   const clientCAFile = opt<string | undefined>(w, t, tlsPath, 'clientCAFile', filePath, undefined);
   if (files && certFile && keyFile) checkServingKeyPair(w, child(tlsPath, 'certFile'), certFile, child(tlsPath, 'keyFile'), keyFile);
   if (files && clientCAFile) checkCertificates(w, child(tlsPath, 'clientCAFile'), clientCAFile);
+  const clientCRLFile = opt<string | undefined>(w, t, tlsPath, 'clientCRLFile', filePath, undefined);
+  if (clientCRLFile !== undefined && clientCAFile === undefined) {
+    problem(w, child(tlsPath, 'clientCRLFile'), 'needs server.tls.clientCAFile (the CA whose certificates the list revokes)');
+  }
+  // A list that does not exist yet is allowed (nothing is revoked until it appears); one that exists must be a CRL.
+  if (files && clientCRLFile && existsSync(clientCRLFile)) checkRevocationList(w, child(tlsPath, 'clientCRLFile'), clientCRLFile);
   return {
     address: opt(w, s, path, 'address', bindAddress, DEFAULTS.address),
     port: opt(w, s, path, 'port', int(0, 65535, 'a port number (1-65535, or 0 for any free port)'), DEFAULTS.port),
@@ -142,6 +148,7 @@ function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
       certFile: certFile ?? '',
       keyFile: keyFile ?? '',
       ...(clientCAFile !== undefined ? { clientCAFile } : {}),
+      ...(clientCRLFile !== undefined ? { clientCRLFile } : {}),
       minVersion: opt(w, t, tlsPath, 'minVersion', oneOf(TLS_VERSIONS), DEFAULTS.tlsMinVersion),
     },
     maxRequestBodyBytes: opt(w, s, path, 'maxRequestBodyBytes', int(1, Number.MAX_SAFE_INTEGER, 'a positive whole number of bytes'), DEFAULTS.maxRequestBodyBytes),

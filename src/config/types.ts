@@ -34,6 +34,11 @@ export interface ServerTLSConfig {
   keyFile: string;
   /** Without it the server asks for no client certificate and x509 authentication is off. */
   clientCAFile?: string;
+  /**
+   * PEM CRLs signed by the client CA (`fleetgate certs revoke` writes one): listed certificates get 401. Reloaded
+   * when the file changes; a file that does not exist yet revokes nothing.
+   */
+  clientCRLFile?: string;
   minVersion: TLSVersion;
 }
 

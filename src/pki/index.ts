@@ -160,7 +160,7 @@ async function exportKeyPem(key: CryptoKey): Promise<string> {
 }
 
 /** Imports a CA key in any PEM form node:crypto reads, for WebCrypto signing. */
-async function importSigningKey(pem: string): Promise<CryptoKey> {
+export async function importSigningKey(pem: string): Promise<CryptoKey> {
   const key = createPrivateKey(pem);
   const der = key.export({ type: 'pkcs8', format: 'der' });
   switch (key.asymmetricKeyType) {
@@ -177,7 +177,7 @@ async function importSigningKey(pem: string): Promise<CryptoKey> {
   }
 }
 
-function signingAlgorithmFor(key: CryptoKey): wc.Algorithm | wc.EcdsaParams {
+export function signingAlgorithmFor(key: CryptoKey): wc.Algorithm | wc.EcdsaParams {
   if (key.algorithm.name === 'ECDSA') {
     const curve = (key.algorithm as wc.EcKeyAlgorithm).namedCurve;
     return { name: 'ECDSA', hash: curve === 'P-384' ? 'SHA-384' : curve === 'P-521' ? 'SHA-512' : 'SHA-256' } as wc.EcdsaParams;

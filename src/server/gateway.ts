@@ -61,18 +61,20 @@ export interface MemberCluster {
 }
 
 export async function newGateway(config: Config, log: Logger): Promise<Gateway> {
+  const metrics = newApiserverMetrics();
+  const tls = config.server.tls;
   const authenticator = await newAuthenticator(
     {
       anonymous: config.authentication.anonymous.enabled,
       x509: config.authentication.x509.enabled,
       oidc: config.authentication.oidc,
       tokenFile: config.authentication.tokenFile,
+      ...(tls.clientCRLFile && tls.clientCAFile ? { revocation: { crlFile: tls.clientCRLFile, clientCAFile: tls.clientCAFile } } : {}),
     },
-    { log },
+    { log, registry: metrics.registry },
   );
   const controlPlane = upstreamFromKubeconfig(config.controlPlane.kubeconfig, config.controlPlane.context || undefined, 'control-plane');
   const exposed = exposedResources([...ALWAYS_EXPOSED, ...config.resources.exposed]);
-  const metrics = newApiserverMetrics();
   const sar = (attrs: Attributes) => subjectAccessReview(controlPlane, attrs);
   const members = config.cache.mode === 'facade' ? undefined : startMembers(config, controlPlane, log, metrics);
   const cacheService = config.cache.facade && config.cache.mode === 'facade' ? upstreamFromKubeconfig(config.cache.facade.kubeconfig, config.cache.facade.context || undefined, 'cache-service') : undefined;

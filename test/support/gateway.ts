@@ -43,6 +43,8 @@ export interface TestGatewayOptions {
   requestTimeoutSeconds?: number;
   /** Reuse another test gateway's CAs, so its kubeconfigs stay valid. */
   pki?: { servingCA: CertKeyPem; clientCA: CertKeyPem };
+  /** server.tls.clientCRLFile (absolute). */
+  clientCRLFile?: string;
 }
 
 export async function startTestGateway(opts: TestGatewayOptions): Promise<TestGateway> {
@@ -60,7 +62,7 @@ server:
   tls:
     certFile: serving.crt
     keyFile: serving.key
-    clientCAFile: client-ca.crt
+    clientCAFile: client-ca.crt${opts.clientCRLFile ? `\n    clientCRLFile: ${opts.clientCRLFile}` : ''}
   requestTimeoutSeconds: ${opts.requestTimeoutSeconds ?? 5}
   shutdownGracePeriodSeconds: 2
 controlPlane:

@@ -29,8 +29,8 @@ describe('fleetgate usage errors', () => {
   it('names the missing or unknown command', async () => {
     expect(await usage()).toBe('fleetgate: missing command; one of serve, certs, demo, version (fleetgate --help lists them)');
     expect(await usage('frob')).toBe('fleetgate: unknown command "frob"; one of serve, certs, demo, version');
-    expect(await usage('certs')).toBe('fleetgate certs: missing subcommand; one of init, issue');
-    expect(await usage('certs', 'renew')).toBe('fleetgate certs: unknown subcommand "renew"; one of init, issue');
+    expect(await usage('certs')).toBe('fleetgate certs: missing subcommand; one of init, issue, revoke, revoked');
+    expect(await usage('certs', 'renew')).toBe('fleetgate certs: unknown subcommand "renew"; one of init, issue, revoke, revoked');
     expect(await usage('--config', 'x')).toBe('fleetgate: unknown flag --config; a command comes first: serve, certs, demo, version');
   });
 

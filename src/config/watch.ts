@@ -1,0 +1,103 @@
+// Reloading files the gateway reads while it runs (flow-control configuration, the client certificate revocation
+// list). fs.watch alone is not enough: it misses changes on some file systems, and Kubernetes ConfigMap and Secret
+// volumes replace files by renaming a symlinked directory (..data), which a watch on the file itself never sees.
+// So the directory is watched for a quick reaction and a signature (names, sizes, modification times) is also
+// polled, which follows the symlinks.
+
+import { watch, type FSWatcher } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+
+export interface FileWatcher {
+  close(): void;
+}
+
+export interface WatchOptions {
+  /** The directory to fs.watch (the file's directory for a single file). */
+  dir: string;
+  /** How often signature() is polled. */
+  intervalMs: number;
+  /** Changes whenever the watched content changes; rejections go to onError. */
+  signature: () => Promise<string>;
+  /** Called serialized, never overlapping, after a change (debounced); its rejections go to onError. */
+  onChange: () => Promise<void>;
+  onError: (err: unknown) => void;
+}
+
+const DEBOUNCE_MS = 50;
+
+export function watchForChanges(o: WatchOptions): FileWatcher {
+  let closed = false;
+  let running = false;
+  let pending = false;
+  let debounce: NodeJS.Timeout | undefined;
+  let lastSignature: string | undefined;
+
+  const run = async () => {
+    if (closed) return;
+    if (running) {
+      pending = true;
+      return;
+    }
+    running = true;
+    try {
+      lastSignature = await o.signature().catch(() => lastSignature);
+      await o.onChange();
+    } catch (e) {
+      o.onError(e);
+    } finally {
+      running = false;
+      if (pending && !closed) {
+        pending = false;
+        void run();
+      }
+    }
+  };
+  const schedule = () => {
+    if (closed) return;
+    if (debounce) clearTimeout(debounce);
+    debounce = setTimeout(() => void run(), DEBOUNCE_MS);
+    debounce.unref?.();
+  };
+
+  void o
+    .signature()
+    .then((s) => (lastSignature ??= s))
+    .catch(() => {});
+  let watcher: FSWatcher | undefined;
+  try {
+    watcher = watch(resolve(o.dir), { persistent: false }, schedule);
+    watcher.on('error', (e) => o.onError(e));
+  } catch (e) {
+    o.onError(e);
+  }
+  const poll = setInterval(() => {
+    o.signature().then(
+      (s) => {
+        if (s !== lastSignature) schedule();
+      },
+      (e) => o.onError(e),
+    );
+  }, o.intervalMs);
+  poll.unref?.();
+
+  return {
+    close() {
+      closed = true;
+      if (debounce) clearTimeout(debounce);
+      clearInterval(poll);
+      watcher?.close();
+    },
+  };
+}
+
+/** A signature of one file that changes when it is rewritten or its symlink is pointed elsewhere; "absent" if missing. */
+export async function fileSignature(path: string): Promise<string> {
+  try {
+    const s = await stat(path);
+    return `${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code === 'ENOENT') return 'absent';
+    throw e;
+  }
+}

@@ -14,6 +14,7 @@ import { parseAcceptForTable, parseIncludeObject, partialObjectMetadataJson, tab
 import { errorEventFromStatus } from '../api/watch.js';
 import type { RequestInfo } from '../request/requestinfo.js';
 import type { RequestContext, Response } from '../server/context.js';
+import { paced, responseDone, type StreamingBody } from '../server/respond.js';
 import { listPage, writeList, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { CLUSTER_LABEL, clusterOf, newAmbiguousError, type CachedResource, type MergedCache } from './merged.js';
 import type { Store, StoredObject } from './store.js';
@@ -169,7 +170,9 @@ async function serveList(ctx: RequestContext, cache: MergedCache, v: CachedView,
     throw e;
   }
   if (page.continueToken) page.continueToken = ownToken(cache, page.continueToken);
-  await writeList(responseFor(ctx) as unknown as ServerResponse, target, page, form, { 'Cache-Control': 'no-cache, private' });
+  await writeList(paced(responseFor(ctx)) as unknown as ServerResponse, target, page, form, { 'Cache-Control': 'no-cache, private' });
+  // The list holds its flow-control seats (the chain's step awaits this) until its last byte is out.
+  await responseDone(ctx.res);
 }
 
 /** A continue token re-issued with this process's instance id. */
@@ -206,11 +209,7 @@ function warningHeader(text: string): string {
 
 const GZIP_THRESHOLD = 128 * 1024;
 
-interface BodyWriter {
-  writeHead(code: number, headers: Record<string, string>): void;
-  write(chunk: string): boolean;
-  end(chunk?: string): void;
-}
+type BodyWriter = StreamingBody;
 
 function acceptsGzip(header: string | string[] | undefined): boolean {
   const h = Array.isArray(header) ? header[0] : header;

@@ -1,5 +1,6 @@
 // Writing answers the way kube-apiserver does: every error a Status, with the headers clients and caches expect.
 
+import type { ServerResponse } from 'node:http';
 import { statusBody, type Status } from '../api/status.js';
 import type { Response } from './context.js';
 
@@ -23,4 +24,128 @@ export function writeStatus(res: Response, auditID: string, s: Status): void {
 export function writeJSON(res: Response, code: number, body: string | Buffer, extra?: Record<string, string>): void {
   res.writeHead(code, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private', ...extra });
   res.end(body);
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Long responses (streamed LISTs) share the one event loop with every other request. Go's apiserver runs each on
+// its own goroutine; here a list whose client reads fast would write chunk after chunk in one turn, and a GET
+// that arrived meanwhile waits for the whole body. So a long response writes for at most one slice, then waits
+// its turn behind the other long responses (round-robin), one slice per event-loop iteration: between slices
+// the loop reads and answers whatever else arrived. A client that does not read holds no slice (it waits for
+// 'drain' first).
+
+/** How long one long response may write before the next one gets a turn. */
+export const SLICE_MS = 1;
+
+const turns: Array<() => void> = [];
+let turnScheduled = false;
+
+function grantTurn(): void {
+  turnScheduled = false;
+  const next = turns.shift();
+  if (turns.length > 0) scheduleTurn();
+  next?.();
+}
+
+function scheduleTurn(): void {
+  if (turnScheduled) return;
+  turnScheduled = true;
+  // setImmediate, not a microtask or nextTick: the loop polls for I/O before it runs.
+  setImmediate(grantTurn);
+}
+
+/** Resolves at this caller's next turn: after every long response already waiting had one, and after I/O. */
+export function nextTurn(): Promise<void> {
+  return new Promise((resolve) => {
+    turns.push(resolve);
+    scheduleTurn();
+  });
+}
+
+/** What a list writer needs of a response (a ServerResponse, an Http2ServerResponse, or a gzip in front of one). */
+export interface StreamingBody {
+  writeHead(code: number, headers: Record<string, string>): unknown;
+  write(chunk: string): boolean;
+  end(chunk?: string): unknown;
+  on(event: string, fn: () => void): unknown;
+  off(event: string, fn: () => void): unknown;
+  readonly destroyed?: boolean;
+}
+
+/**
+ * body, with writes paced: write() answers false (as a full socket would) when this response's slice is used up
+ * or the socket is full, and 'drain' comes at its next turn. Writers that honour backpressure need no change.
+ */
+export function paced(body: StreamingBody): StreamingBody {
+  let sliceStart = performance.now();
+  const drainListeners = new Set<() => void>();
+  let yielding = false;
+  // An Http2ServerResponse has no 'destroyed'; its 'close' says the stream is gone.
+  let closed = false;
+  body.on('close', () => (closed = true));
+
+  const yieldTurn = async (full: boolean): Promise<void> => {
+    yielding = true;
+    if (full) await untilDrainOrClose(body);
+    await nextTurn();
+    yielding = false;
+    sliceStart = performance.now();
+    for (const fn of [...drainListeners]) fn();
+  };
+
+  return {
+    writeHead: (code, headers) => body.writeHead(code, headers),
+    write(chunk) {
+      const ok = body.write(chunk);
+      if (yielding) return ok;
+      if (ok && performance.now() - sliceStart < SLICE_MS) return true;
+      void yieldTurn(!ok);
+      return false;
+    },
+    end: (chunk) => body.end(chunk),
+    on(event, fn) {
+      if (event === 'drain') drainListeners.add(fn);
+      else body.on(event, fn);
+      return this;
+    },
+    off(event, fn) {
+      if (event === 'drain') drainListeners.delete(fn);
+      else body.off(event, fn);
+      return this;
+    },
+    get destroyed() {
+      return closed || (body.destroyed ?? false);
+    },
+  };
+}
+
+function untilDrainOrClose(body: StreamingBody): Promise<void> {
+  if (body.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      body.off('drain', done);
+      body.off('close', done);
+      resolve();
+    };
+    body.on('drain', done);
+    body.on('close', done);
+  });
+}
+
+/**
+ * Resolves once res has handed its last byte to the connection, or the connection is gone: flow control holds a
+ * request's seats until then, as kube-apiserver holds them until its handler's last write returns.
+ */
+export function responseDone(res: Response): Promise<void> {
+  const r = res as ServerResponse & { stream?: { destroyed?: boolean } };
+  if (r.writableFinished || r.destroyed || r.stream?.destroyed) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('finish', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('finish', done);
+    res.on('close', done);
+  });
 }

@@ -4,7 +4,6 @@
 // stops accepting, lets in-flight requests finish and ends watches cleanly.
 
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import type { IncomingMessage } from 'node:http';
 import type { ServerHttp2Session } from 'node:http2';
 import type { TLSSocket } from 'node:tls';
@@ -20,6 +19,7 @@ import { buildChain } from './chain.js';
 import type { Request, RequestContext, Response } from './context.js';
 import { newGateway, type Gateway } from './gateway.js';
 import { writeStatus } from './respond.js';
+import { loadTLSFiles } from './tlsreload.js';
 
 export interface RunningGateway {
   gateway: Gateway;
@@ -35,14 +35,13 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   const g = await newGateway(config, log);
   const chain = buildChain(g);
   const tls = config.server.tls;
+  const tlsFiles = await loadTLSFiles(tls, log, g.metrics.registry);
   const app = fastify({
     http2: true,
     https: {
       allowHTTP1: true,
-      key: readFileSync(tls.keyFile),
-      cert: readFileSync(tls.certFile),
-      ...(tls.clientCAFile ? { ca: readFileSync(tls.clientCAFile), requestCert: true, rejectUnauthorized: false } : {}),
-      minVersion: tls.minVersion,
+      ...tlsFiles.options,
+      ...(tls.clientCAFile ? { requestCert: true, rejectUnauthorized: false } : {}),
     },
     logger: false,
     // The chain reads bodies itself (src/request/body.ts) and enforces the limit with a Status.
@@ -138,6 +137,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   });
 
   await app.listen({ host: config.server.address, port: config.server.port });
+  const tlsWatch = tlsFiles.watch((o) => (app.server as unknown as { setSecureContext(o: unknown): void }).setSecureContext(o));
   const port = (app.server.address() as AddressInfo).port;
   const host = config.server.address === '0.0.0.0' || config.server.address === '::' ? '127.0.0.1' : config.server.address;
   log.info({ port, address: config.server.address }, 'fleetgate is serving');
@@ -150,6 +150,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     close() {
       closing ??= (async () => {
         g.shuttingDown = true;
+        tlsWatch.close();
         // HTTP/2 clients are told (GOAWAY) to open new connections elsewhere; streams under way may finish.
         for (const session of sessions) session.close();
         // Watches and other streams never finish by themselves: end them cleanly so clients re-watch elsewhere.

@@ -1,0 +1,73 @@
+// The serving certificate, its key and the client CA bundle are reloaded when their files change, as
+// kube-apiserver's dynamic certificate controllers do: cert-manager and Secret updates rotate them under a running
+// gateway. New connections get the new files; open ones keep theirs. A new set that does not load (a key that
+// does not match, a half-written file) is refused and the running one stays.
+
+import { X509Certificate, createPrivateKey } from 'node:crypto';
+import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
+import type { SecureContextOptions } from 'node:tls';
+import type { Logger } from 'pino';
+import { Counter, Gauge, type Registry } from 'prom-client';
+import type { ServerTLSConfig } from '../config/index.js';
+import { fileSignature, watchForChanges, type FileWatcher } from '../config/watch.js';
+
+export interface TLSFiles {
+  /** What the listener is created with. */
+  options: SecureContextOptions;
+  /** Starts reloading into setSecureContext; close() stops. */
+  watch(setSecureContext: (o: SecureContextOptions) => void): FileWatcher;
+}
+
+const POLL_MS = 5_000;
+
+export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: Registry): Promise<TLSFiles> {
+  const expiry = new Gauge({
+    name: 'fleetgate_serving_certificate_expiration_seconds',
+    help: 'Unix time at which the serving certificate in use expires.',
+    registers: [registry],
+  });
+  const reloads = new Counter({
+    name: 'fleetgate_tls_reloads_total',
+    help: 'Reloads of the serving certificate, key and client CA after their files changed, by result (a failure keeps the running ones).',
+    labelNames: ['result'],
+    registers: [registry],
+  });
+  reloads.inc({ result: 'success' }, 0);
+  reloads.inc({ result: 'failure' }, 0);
+
+  const read = async (): Promise<SecureContextOptions> => {
+    const [key, cert, ca] = await Promise.all([readFile(tls.keyFile), readFile(tls.certFile), tls.clientCAFile ? readFile(tls.clientCAFile) : undefined]);
+    const leaf = new X509Certificate(cert);
+    if (!leaf.checkPrivateKey(createPrivateKey(key))) throw new Error(`${tls.keyFile} is not the key of ${tls.certFile}`);
+    if (ca) new X509Certificate(ca);
+    expiry.set(Date.parse(leaf.validTo) / 1000);
+    return { key, cert, ...(ca ? { ca } : {}), minVersion: tls.minVersion };
+  };
+  const files = [tls.certFile, tls.keyFile, ...(tls.clientCAFile ? [tls.clientCAFile] : [])];
+  const signature = async () => (await Promise.all(files.map(fileSignature))).join('|');
+  const options = await read();
+
+  return {
+    options,
+    watch(setSecureContext) {
+      const watchers = [...new Set(files.map((f) => dirname(f)))].map((dir) =>
+        watchForChanges({
+          dir,
+          intervalMs: POLL_MS,
+          signature,
+          onChange: async () => {
+            setSecureContext(await read());
+            reloads.inc({ result: 'success' });
+            log.info({ certFile: tls.certFile }, 'serving certificate and client CA reloaded');
+          },
+          onError: (err) => {
+            reloads.inc({ result: 'failure' });
+            log.error({ err: (err as Error).message ?? String(err) }, 'reloading the serving certificate or client CA failed; the running ones stay');
+          },
+        }),
+      );
+      return { close: () => watchers.forEach((w) => w.close()) };
+    },
+  };
+}

@@ -1,0 +1,92 @@
+// Rotating the serving certificate and the client CA under a running gateway (cert-manager, a Secret update):
+// new connections get the new files, no restart, and a broken set is refused while the running one stays.
+
+import { X509Certificate } from 'node:crypto';
+import { rename, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { connect } from 'node:tls';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createCA, issueClientCert, issueServingCert } from '../../src/pki/index.js';
+import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { startTestGateway, type TestGateway } from '../support/gateway.js';
+import { call } from '../support/http.js';
+
+let sim: SimFleet;
+let gw: TestGateway;
+/** The serving key in force after the rotation test. */
+let servingKey = '';
+
+beforeAll(async () => {
+  sim = await startSimFleet({ clusters: ['control-plane'], nodesPerCluster: 0 });
+  gw = await startTestGateway({ controlPlaneKubeconfig: sim.member('control-plane').kubeconfigPath });
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await sim?.close();
+});
+
+function servedSerial(): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port: gw.running.port, ca: gw.servingCA.certPem, servername: 'localhost' }, () => {
+      const serial = s.getPeerCertificate().serialNumber;
+      s.end();
+      resolve(serial);
+    });
+    s.once('error', reject);
+  });
+}
+
+async function until(what: string, pred: () => Promise<boolean>, timeoutMs = 15_000): Promise<void> {
+  const start = Date.now();
+  while (!(await pred())) {
+    if (Date.now() - start > timeoutMs) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+async function replace(name: string, content: string): Promise<void> {
+  const tmp = join(gw.dir, `.${name}.tmp`);
+  await writeFile(tmp, content);
+  await rename(tmp, join(gw.dir, name));
+}
+
+async function metric(name: string): Promise<string> {
+  const admin = await gw.endpointFor('admin', ['system:masters']);
+  const m = await call(admin, 'GET', '/metrics');
+  return m.text.split('\n').filter((l) => l.startsWith(name)).join('\n');
+}
+
+describe('TLS files reloaded without a restart', () => {
+  it('serves a rotated serving certificate to new connections', async () => {
+    const before = await servedSerial();
+    const next = await issueServingCert(gw.servingCA, ['127.0.0.1', 'localhost'], { days: 30 });
+    const want = new X509Certificate(next.certPem).serialNumber;
+    expect(want).not.toBe(before);
+    servingKey = next.keyPem;
+    await replace('serving.key', next.keyPem);
+    await replace('serving.crt', next.certPem);
+    await until('the new serving certificate', async () => (await servedSerial()) === want);
+    const expiry = Number((await metric('fleetgate_serving_certificate_expiration_seconds ')).split(' ')[1]);
+    expect(expiry).toBe(Date.parse(new X509Certificate(next.certPem).validTo) / 1000);
+  });
+
+  it('keeps the running certificate when the new key does not match it', async () => {
+    const serving = await servedSerial();
+    const stranger = await issueServingCert(gw.servingCA, ['127.0.0.1']);
+    await replace('serving.key', stranger.keyPem);
+    await until('the failed reload to be counted', async () => /result="failure"\} [1-9]/.test(await metric('fleetgate_tls_reloads_total')));
+    expect(await servedSerial()).toBe(serving);
+    await replace('serving.key', servingKey);
+  });
+
+  it('accepts certificates of a CA added to the client CA bundle', async () => {
+    const newCA = await createCA('next-client-ca');
+    const dave = await issueClientCert(newCA, 'dave', ['system:masters']);
+    const ep = { url: gw.url, caPem: gw.servingCA.certPem, certPem: dave.certPem, keyPem: dave.keyPem };
+    expect((await call(ep, 'GET', '/api')).status).toBe(401);
+    await replace('client-ca.crt', gw.clientCA.certPem + newCA.certPem);
+    // A fresh endpoint object each time: a new connection, which gets the new CA bundle.
+    await until('dave to be accepted', async () => (await call({ ...ep }, 'GET', '/api')).status === 200);
+  });
+});

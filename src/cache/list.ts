@@ -10,6 +10,7 @@ import { groupVersion } from '../api/resource.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, tooLargeResourceVersionError } from '../api/resourceversion.js';
 import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
+import { candidatesFor, type Candidates } from './selectorindex.js';
 import { ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
 
 /** The representation a client negotiated. */
@@ -88,14 +89,15 @@ export async function listPage(store: Store, target: ListTarget, opts: ListOptio
   const prefix = target.namespace ? `${target.namespace}/` : '';
   const start = relStart ? prefix + relStart : '';
   const match = matcher(opts, extra);
+  const cands = match ? indexCandidates(store, snap, opts, start, prefix) : undefined;
+  const source = cands ? snap.iterateAmong(cands.from, start, prefix) : snap.iterate(start, prefix);
   if (opts.limit <= 0) {
-    const all = snap.iterate(start, prefix);
-    return { rv: snap.rv, items: match ? filterIter(all, match) : all, continueToken: '' };
+    return { rv: snap.rv, items: match ? filterIter(source, match) : source, continueToken: '' };
   }
   const items: StoredObject[] = [];
   let last: StoredObject | undefined;
   let more = false;
-  for (const o of snap.iterate(start, prefix)) {
+  for (const o of source) {
     if (items.length >= opts.limit) {
       more = true;
       break;
@@ -105,12 +107,24 @@ export async function listPage(store: Store, target: ListTarget, opts: ListOptio
       last = o;
     }
   }
+  // The scan answers a token whenever any object follows the last item, matching or not; the candidates skip those.
+  if (cands && !more && last && items.length >= opts.limit) more = !snap.iterate(last.key + '\x00', prefix).next().done;
   if (!more || !last) return { rv: snap.rv, items, continueToken: '' };
   // Like the apiserver: the token names the next key after the last returned one, relative to the list's scope.
   const next = last.key.slice(prefix.length) + '\x00';
   const page: ListPage = { rv: snap.rv, items, continueToken: encodeContinue(snap.rv, next) };
   if (!match) page.remainingItemCount = snap.countFrom(prefix + next, prefix);
   return page;
+}
+
+/**
+ * The selector index's candidates when there are fewer of them than objects in scope (a namespace is a key range
+ * already). Every candidate is still matched against the whole selector.
+ */
+function indexCandidates(store: Store, snap: Snapshot, opts: ListOptions, start: string, prefix: string): Candidates | undefined {
+  if (!store.index) return undefined;
+  const c = candidatesFor(store.index, opts.labelSelector, opts.fieldSelector);
+  return c && c.size < snap.countFrom(start, prefix) ? c : undefined;
 }
 
 function* filterIter(it: IterableIterator<StoredObject>, f: ObjectFilter): IterableIterator<StoredObject> {

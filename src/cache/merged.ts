@@ -72,7 +72,8 @@ export class MergedCache {
     this.clock = { current: () => rv, next: () => ++rv };
     this.dropManagedFields = opts.dropManagedFields;
     const common = { clock: this.clock, windowSize: opts.windowSize, keyOf: mergedKeyOf };
-    this.pods = new Store({ ...common, fieldsOf: podFields });
+    // kube-apiserver indexes pods by spec.nodeName; labels too here, for -l across a fleet (selectorindex.ts).
+    this.pods = new Store({ ...common, fieldsOf: podFields, index: { fields: ['spec.nodeName'], labels: true } });
     this.events = new Store({ ...common, fieldsOf: eventFields });
     this.eventsV1 = new Store({ ...common, fieldsOf: eventFields });
   }

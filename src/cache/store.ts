@@ -5,6 +5,7 @@
 // merged cache keeps pods and events of all members in them, so both follow one set of rules.
 
 import type { KubeObject } from '../api/meta.js';
+import { newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
 import { SortedKeys, lowerBound } from './sortedkeys.js';
 
 export interface StoredObject {
@@ -58,6 +59,8 @@ export interface StoreOptions {
    * merged cache appends the member cluster, so one name can exist once per cluster.
    */
   keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
+  /** Fields and labels to keep a selector index of (src/cache/selectorindex.ts), for filtered lists. */
+  index?: SelectorIndexConfig;
 }
 
 export interface Snapshot {
@@ -65,6 +68,11 @@ export interface Snapshot {
   readonly rv: number;
   /** Objects with key >= start (all when start is empty) under prefix, in key order. */
   iterate(start: string, prefix: string): IterableIterator<StoredObject>;
+  /**
+   * As iterate, over the objects whose current key is among keys (sorted, from a key on: a selector index's
+   * candidates) plus, at an older version, every key changed since: the index knows only the current state.
+   */
+  iterateAmong(keys: (from: string) => IterableIterator<string>, start: string, prefix: string): IterableIterator<StoredObject>;
   /** Objects with key >= start under prefix: exact for the current state, an upper bound otherwise. */
   countFrom(start: string, prefix: string): number;
 }
@@ -99,8 +107,10 @@ export class Store {
   private readonly fieldsOf: (obj: KubeObject) => Record<string, string>;
   private readonly keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
   readonly clock: RvClock;
+  readonly index?: SelectorIndex;
 
   constructor(opts: StoreOptions) {
+    if (opts.index) this.index = newSelectorIndex(opts.index);
     this.clock = opts.clock;
     this.windowSize = opts.windowSize ?? 10_000;
     this.fieldsOf = opts.fieldsOf ?? (() => EMPTY);
@@ -131,6 +141,7 @@ export class Store {
     const prev = this.objects.get(stored.key);
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
+    if (this.index) updateIndex(this.index, prev, stored);
     this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev, encoded: new Map() });
     return stored;
   }
@@ -143,6 +154,7 @@ export class Store {
     const last = this.seal(withOwnMetadata(prev.obj), rv);
     this.objects.delete(key);
     this.keys.delete(key);
+    if (this.index) updateIndex(this.index, prev, undefined);
     this.record({ type: 'DELETED', rv, object: last, prev, encoded: new Map() });
     return last;
   }
@@ -229,30 +241,32 @@ export class Store {
     const overlayKeys = [...overlay.keys()].sort();
     const objects = this.objects;
     const keys = this.keys;
+    function* among(source: (from: string) => IterableIterator<string>, start: string, prefix: string) {
+      const from = start > prefix ? start : prefix;
+      const a = source(from);
+      let i = lowerBound(overlayKeys, from);
+      let ka = a.next();
+      while (!ka.done || i < overlayKeys.length) {
+        let key: string;
+        if (ka.done || (i < overlayKeys.length && overlayKeys[i] <= ka.value)) {
+          key = overlayKeys[i++];
+          if (!ka.done && ka.value === key) ka = a.next();
+        } else {
+          key = ka.value;
+          ka = a.next();
+        }
+        if (prefix && !key.startsWith(prefix)) {
+          if (key > prefix) return;
+          continue;
+        }
+        const o = overlay.has(key) ? overlay.get(key) : objects.get(key);
+        if (o) yield o;
+      }
+    }
     return {
       rv: at,
-      *iterate(start: string, prefix: string) {
-        const from = start > prefix ? start : prefix;
-        const a = keys.from(from);
-        let i = lowerBound(overlayKeys, from);
-        let ka = a.next();
-        while (!ka.done || i < overlayKeys.length) {
-          let key: string;
-          if (ka.done || (i < overlayKeys.length && overlayKeys[i] <= ka.value)) {
-            key = overlayKeys[i++];
-            if (!ka.done && ka.value === key) ka = a.next();
-          } else {
-            key = ka.value;
-            ka = a.next();
-          }
-          if (prefix && !key.startsWith(prefix)) {
-            if (key > prefix) return;
-            continue;
-          }
-          const o = overlay.has(key) ? overlay.get(key) : objects.get(key);
-          if (o) yield o;
-        }
-      },
+      iterate: (start: string, prefix: string) => among((from) => keys.from(from), start, prefix),
+      iterateAmong: among,
       countFrom(start: string, prefix: string) {
         return countKeys(keys, start, prefix) + overlayKeys.length;
       },
@@ -269,6 +283,15 @@ export class Store {
         for (const key of keys.from(from)) {
           if (prefix && !key.startsWith(prefix)) return;
           yield objects.get(key)!;
+        }
+      },
+      *iterateAmong(source: (from: string) => IterableIterator<string>, start: string, prefix: string) {
+        const from = start > prefix ? start : prefix;
+        for (const key of source(from)) {
+          if (prefix && !key.startsWith(prefix)) return;
+          // An index's keys can outlive their object while a list is suspended.
+          const o = objects.get(key);
+          if (o) yield o;
         }
       },
       countFrom(start: string, prefix: string) {

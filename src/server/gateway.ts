@@ -74,6 +74,7 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
     { log, registry: metrics.registry },
   );
   const controlPlane = upstreamFromKubeconfig(config.controlPlane.kubeconfig, config.controlPlane.context || undefined, 'control-plane');
+  controlPlane.requestTimeoutMs = config.controlPlane.timeoutSeconds * 1000;
   const exposed = exposedResources([...ALWAYS_EXPOSED, ...config.resources.exposed]);
   const sar = (attrs: Attributes) => subjectAccessReview(controlPlane, attrs);
   const members = config.cache.mode === 'facade' ? undefined : startMembers(config, controlPlane, log, metrics);

@@ -23,6 +23,11 @@ export interface Upstream {
   /** Open upgrade tunnels, destroyed by close(). */
   tunnels: Set<Duplex>;
   /**
+   * Longest wait for one request that is not long-running (controlPlane.timeoutSeconds): forwarded requests get
+   * the smaller of it and what is left of the caller's deadline; the gateway's own requests get it.
+   */
+  requestTimeoutMs?: number;
+  /**
    * Stops the upstream: open tunnels and in-flight requests (watches, log follows) are cut, because a graceful
    * close would wait forever on streams that never end by themselves.
    */

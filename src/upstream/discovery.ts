@@ -284,7 +284,7 @@ export async function forwardDiscovery(up: Upstream, req: Request, res: Response
     omit: OMIT_FOR_DISCOVERY,
   });
   if (cached) headers.push('if-none-match', cached.upstreamETag);
-  const got = await fetchBuffered(up, url.pathname + url.search, headers, opts.timeoutMs ?? 60_000);
+  const got = await fetchBuffered(up, url.pathname + url.search, headers, Math.min(opts.timeoutMs ?? Infinity, up.requestTimeoutMs ?? 60_000));
   // This exchange's own headers (Audit-Id, Date, flow-control UIDs); the document's come from the document.
   const out = responseHeaders(got.headers);
   delete out['content-length'];

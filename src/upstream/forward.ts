@@ -121,7 +121,7 @@ export function forward(up: Upstream, req: Request, response: Response, auditID:
 
     res.on('close', onClientClose);
     if (opts.timeoutMs !== undefined && opts.timeoutMs > 0) {
-      const ms = opts.timeoutMs;
+      const ms = Math.min(opts.timeoutMs, up.requestTimeoutMs ?? Infinity);
       timer = setTimeout(() => {
         const e = new UpstreamDeadline(ms);
         controller?.abort(e);
@@ -189,7 +189,7 @@ export interface JSONResponse {
  * A small JSON exchange with the upstream as the gateway (optionally impersonating someone). Transport failures
  * throw the same 503/504/502 Status as forward(); HTTP errors are returned, not thrown.
  */
-export async function requestJSON(up: Upstream, method: string, path: string, body?: unknown, impersonate?: UserInfo, timeoutMs = 30_000): Promise<JSONResponse> {
+export async function requestJSON(up: Upstream, method: string, path: string, body?: unknown, impersonate?: UserInfo, timeoutMs = up.requestTimeoutMs ?? 30_000): Promise<JSONResponse> {
   const headers: string[] = ['accept', 'application/json'];
   let payload: string | undefined;
   if (body !== undefined) {

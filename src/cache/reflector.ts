@@ -273,6 +273,8 @@ export function startReflector(o: ReflectorOptions): Reflector {
           }
           rv = v;
           rvFromList = false;
+          // A bookmark proves the watch is alive on a quiet member (fleetgate_member_seconds_since_last_event).
+          stats.lastEventAt = Date.now();
           sink.progress?.(v);
           return true;
         }

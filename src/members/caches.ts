@@ -116,10 +116,13 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
 
   if (metrics) {
     metrics.collect = () => {
+      // Gauges describe the members there are now: a removed member's series go away.
+      for (const g of [metrics.objects, metrics.synced, metrics.stale, metrics.lastSync, metrics.lag]) g.reset();
       for (const [name, r] of running) {
         const counts = o.cache.objectCounts(name);
         for (const res of RESOURCES) metrics.objects.set({ cluster: name, resource: res.resource }, counts[res.resource]);
         metrics.synced.set({ cluster: name }, r.synced ? 1 : 0);
+        metrics.stale.set({ cluster: name }, r.reflectors.some((x) => x.stale) ? 1 : 0);
         const last = Math.max(...r.reflectors.map((x) => x.lastSyncedAt ?? 0));
         if (last) metrics.lastSync.set({ cluster: name }, last / 1000);
         for (const [i, x] of r.reflectors.entries()) {
@@ -173,6 +176,12 @@ function memberMetrics(registry: Registry) {
       collect: (): void => refresh(),
     }),
     synced: new Gauge({ name: 'fleetgate_member_cache_synced', help: '1 while every resource of the member cluster is listed and watched.', labelNames: ['cluster'], registers: [registry] }),
+    stale: new Gauge({
+      name: 'fleetgate_member_cache_stale',
+      help: '1 while the member cluster cannot be watched: its cached objects are served as they were last seen, with a Warning.',
+      labelNames: ['cluster'],
+      registers: [registry],
+    }),
     lastSync: new Gauge({ name: 'fleetgate_member_last_sync_timestamp_seconds', help: 'When the member cluster last delivered a complete list.', labelNames: ['cluster'], registers: [registry] }),
     seen: new WeakMap<Reflector, { events: number; watchRestarts: number; relists: number }>(),
     events: new Counter({ name: 'fleetgate_member_watch_events_total', help: 'Watch events received from the member cluster.', labelNames: ['cluster', 'resource'], registers: [registry] }),

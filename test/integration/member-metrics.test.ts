@@ -1,0 +1,59 @@
+// The member-cache metrics an operator alerts on (docs/operations.md): a member that cannot be watched shows as
+// stale, recovers by itself, and the series of a member removed from the fleet go away.
+
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
+import { FEDERATED_EXPOSED, startTestGateway, type TestGateway } from '../support/gateway.js';
+import { call, type ClusterEndpoint } from '../support/http.js';
+
+let demo: DemoFleet;
+let gw: TestGateway;
+let dir: string;
+let admin: ClusterEndpoint;
+
+async function until(what: string, pred: () => Promise<boolean>, timeoutMs = 30_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!(await pred())) {
+    if (Date.now() > end) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function metric(line: RegExp): Promise<boolean> {
+  const m = await call(admin, 'GET', '/metrics');
+  return line.test(m.text);
+}
+
+beforeAll(async () => {
+  dir = await mkdtemp(join(tmpdir(), 'fleetgate-member-metrics-'));
+  demo = await startDemoFleet(join(dir, 'fleet'));
+  gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: FEDERATED_EXPOSED });
+  admin = await gw.endpointFor('admin', ['system:masters']);
+  await until('members synced', () => metric(/^fleetgate_member_cache_synced\{cluster="member-c"\} 1$/m));
+});
+
+afterAll(async () => {
+  await gw?.close();
+  await demo?.close();
+  if (dir) await rm(dir, { recursive: true, force: true });
+});
+
+it('marks a member stale while it is down and clears it when it is back', async () => {
+  expect(await metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 0$/m)).toBe(true);
+  await demo.fleet.member('member-b').stop();
+  await until('member-b stale', () => metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 1$/m));
+  expect(await metric(/^fleetgate_member_cache_stale\{cluster="member-a"\} 0$/m)).toBe(true);
+  await demo.fleet.member('member-b').start();
+  await until('member-b fresh again', () => metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 0$/m));
+}, 60_000);
+
+it('drops the series of a member removed from the fleet', async () => {
+  const cp = demo.fleet.member('control-plane').cluster;
+  const clusters = cp.resourceFor('cluster.karmada.io', 'clusters')!;
+  cp.delete(clusters, '', 'member-c');
+  await until('member-c series gone', async () => !(await metric(/cluster="member-c"\}/)));
+  expect(await metric(/^fleetgate_member_cached_objects\{cluster="member-a",resource="pods"\} [1-9]/m)).toBe(true);
+}, 60_000);

@@ -10,7 +10,7 @@ import { groupVersion } from '../api/resource.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, tooLargeResourceVersionError } from '../api/resourceversion.js';
 import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
-import { candidatesFor, type Candidates } from './selectorindex.js';
+import { candidatesFor } from './selectorindex.js';
 import { ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
 
 /** The representation a client negotiated. */
@@ -89,8 +89,7 @@ export async function listPage(store: Store, target: ListTarget, opts: ListOptio
   const prefix = target.namespace ? `${target.namespace}/` : '';
   const start = relStart ? prefix + relStart : '';
   const match = matcher(opts, extra);
-  const cands = match ? indexCandidates(store, snap, opts, start, prefix) : undefined;
-  const source = cands ? snap.iterateAmong(cands.from, start, prefix) : snap.iterate(start, prefix);
+  const { objects: source, indexed } = inScope(store, snap, opts, start, prefix);
   if (opts.limit <= 0) {
     return { rv: snap.rv, items: match ? filterIter(source, match) : source, continueToken: '' };
   }
@@ -108,7 +107,7 @@ export async function listPage(store: Store, target: ListTarget, opts: ListOptio
     }
   }
   // The scan answers a token whenever any object follows the last item, matching or not; the candidates skip those.
-  if (cands && !more && last && items.length >= opts.limit) more = !snap.iterate(last.key + '\x00', prefix).next().done;
+  if (indexed && !more && last && items.length >= opts.limit) more = !snap.iterate(last.key + '\x00', prefix).next().done;
   if (!more || !last) return { rv: snap.rv, items, continueToken: '' };
   // Like the apiserver: the token names the next key after the last returned one, relative to the list's scope.
   const next = last.key.slice(prefix.length) + '\x00';
@@ -118,13 +117,14 @@ export async function listPage(store: Store, target: ListTarget, opts: ListOptio
 }
 
 /**
- * The selector index's candidates when there are fewer of them than objects in scope (a namespace is a key range
- * already). Every candidate is still matched against the whole selector.
+ * The objects under prefix from start on that a list (or a watch's initial events) has to look at: the selector
+ * index's candidates when there are fewer of them than objects in scope (a namespace is a key range already), else
+ * all. Not matched yet: the caller matches each against the whole selector.
  */
-function indexCandidates(store: Store, snap: Snapshot, opts: ListOptions, start: string, prefix: string): Candidates | undefined {
-  if (!store.index) return undefined;
-  const c = candidatesFor(store.index, opts.labelSelector, opts.fieldSelector);
-  return c && c.size < snap.countFrom(start, prefix) ? c : undefined;
+export function inScope(store: Store, snap: Snapshot, opts: ListOptions, start: string, prefix: string): { objects: IterableIterator<StoredObject>; indexed: boolean } {
+  const c = store.index && candidatesFor(store.index, opts.labelSelector, opts.fieldSelector);
+  if (c && c.size < snap.countFrom(start, prefix)) return { objects: snap.iterateAmong(c.from, start, prefix), indexed: true };
+  return { objects: snap.iterate(start, prefix), indexed: false };
 }
 
 function* filterIter(it: IterableIterator<StoredObject>, f: ObjectFilter): IterableIterator<StoredObject> {

@@ -11,7 +11,7 @@ import { tooOldResourceVersionError } from '../api/resourceversion.js';
 import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
-import { matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
+import { inScope, matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { ResourceVersionTooOld, withOwnMetadata, type Store, type StoreEvent, type StoredObject } from './store.js';
 
 export interface WatchSettings {
@@ -101,7 +101,7 @@ export function serveWatch(
     const fromNow = rv === '' || rv === '0';
     if (opts.sendInitialEvents ?? fromNow) {
       const snapRV = store.clock.current();
-      for (const o of store.snapshot().iterate(prefix, prefix)) {
+      for (const o of inScope(store, store.snapshot(), opts, prefix, prefix).objects) {
         if (!sel || sel(o)) write(enc.synthetic(o));
       }
       lastRV = snapRV;

@@ -1,3 +1,5 @@
+import { EventEmitter } from 'node:events';
+import type { ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
 import { podFields } from '../../src/api/fields.js';
 import { parseListOptions } from '../../src/api/listoptions.js';
@@ -6,6 +8,7 @@ import { StatusError } from '../../src/api/status.js';
 import { listPage, type ListPage, type ListTarget } from '../../src/cache/list.js';
 import { candidatesFor } from '../../src/cache/selectorindex.js';
 import { newRvClock, Store, type StoredObject } from '../../src/cache/store.js';
+import { serveWatch } from '../../src/cache/watch.js';
 
 const CLUSTER = 'fleetgate.io/cluster';
 
@@ -52,7 +55,8 @@ function candidates(store: Store, query: string): { via: string; size: number; k
   return c && { via: c.via, size: c.size, keys: [...c.from('')] };
 }
 
-const target = (namespace = '') => ({ namespace }) as ListTarget;
+const PODS = { group: '', version: 'v1', resource: 'pods', singular: 'pod', kind: 'Pod', listKind: 'PodList', namespaced: true, verbs: ['list', 'watch'] };
+const target = (namespace = ''): ListTarget => ({ desc: PODS, printer: undefined as unknown as ListTarget['printer'], namespace });
 
 async function list(store: Store, query: string, namespace = ''): Promise<ListPage & { keys: string[] }> {
   const page = await listPage(store, target(namespace), opts(query));
@@ -188,6 +192,50 @@ describe('indexed lists', () => {
     expect([...page.items].map((x: StoredObject) => x.name)).toEqual(['p14']);
     // needle=yes has 8 pods, spec.nodeName=n2 12, app=web 50: the 8 are looked at, not the store's 50.
     expect(looked).toBe(8);
+  });
+});
+
+describe('a watch from now with a selector', () => {
+  /** The body of a watch that sends its initial events and is stopped right after. */
+  async function initialEvents(store: Store, query: string, namespace = ''): Promise<string> {
+    const chunks: string[] = [];
+    const res = Object.assign(new EventEmitter(), {
+      writableEnded: false,
+      writableLength: 0,
+      destroyed: false,
+      writeHead: () => res,
+      flushHeaders: () => {},
+      write: (b: Buffer | string) => (chunks.push(String(b)), true),
+      end: (b?: Buffer | string) => {
+        if (b) chunks.push(String(b));
+        res.writableEnded = true;
+      },
+    });
+    const w = serveWatch(res as unknown as ServerResponse, store, target(namespace), opts(query), { as: 'object' });
+    w.stop();
+    await w.done;
+    return chunks.join('');
+  }
+
+  it('sends the initial events of the candidates only, the same as the scan', async () => {
+    const stores = [podStore(true), podStore(false)];
+    for (const s of stores) {
+      for (let i = 0; i < 60; i++) s.put(pod({ ns: i % 2 ? 'a' : 'b', name: `p${i}`, cluster: 'c1', node: `n${i % 6}`, labels: { app: `app${i % 4}` } }));
+    }
+    for (const [q, ns] of [['watch=1&fieldSelector=spec.nodeName%3Dn2', ''], ['watch=1&labelSelector=app+in+(app1,app2)', 'a'], ['watch=1&labelSelector=app%3Dapp3&fieldSelector=spec.nodeName%3Dn3', '']] as const) {
+      const [indexed, scanned] = await Promise.all(stores.map((s) => initialEvents(s, q, ns)));
+      expect(indexed, q).toBe(scanned);
+      expect(indexed.match(/"type":"ADDED"/g)?.length, q).toBe(q.includes('n2') ? 10 : q.includes('app1') ? 15 : 5);
+    }
+    // Only the 10 pods on n2 are looked at, not the store's 60.
+    const o = opts('watch=1&fieldSelector=spec.nodeName%3Dn2');
+    const matches = o.fieldSelector.matches.bind(o.fieldSelector);
+    let looked = 0;
+    (o.fieldSelector as { matches: typeof matches }).matches = (f) => (looked++, matches(f));
+    const w = serveWatch(Object.assign(new EventEmitter(), { writableLength: 0, writeHead() {}, write: () => true, end() {} }) as unknown as ServerResponse, stores[0]!, target(), o, { as: 'object' });
+    w.stop();
+    await w.done;
+    expect(looked).toBe(10);
   });
 });
 

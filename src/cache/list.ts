@@ -11,7 +11,7 @@ import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredCo
 import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
 import { candidatesFor } from './selectorindex.js';
-import { ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
+import { metadataOf, objectOf, ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
 
 /** The representation a client negotiated. */
 export type ResponseForm =
@@ -151,11 +151,11 @@ export async function writeList(res: ServerResponse, target: ListTarget, page: L
       remainingItemCount: page.remainingItemCount,
     }));
     const include = form.include;
-    item = (o, now) => tableRowJson(target.printer, o.obj, o.json, include, now);
+    item = (o, now) => tableRowJson(target.printer, objectOf(o), o.json, include, now);
   } else if (form.as === 'metadata') {
     prefix = `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":${listMetaJson(page)},"items":[`;
     suffix = ']}';
-    item = (o) => partialObjectMetadataJson(o.obj);
+    item = (o) => partialObjectMetadataJson({ metadata: metadataOf(o) });
   } else {
     prefix = `{"kind":"${d.listKind}","apiVersion":"${groupVersion(d)}","metadata":${listMetaJson(page)},"items":[`;
     suffix = ']}';

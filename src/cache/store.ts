@@ -1,4 +1,4 @@
-// A watch cache for one resource: current objects kept pre-serialized in key order, plus a bounded window of
+// A watch cache for one resource: current objects kept serialized in key order, plus a bounded window of
 // recent events. From these it answers what a kube-apiserver answers from etcd and its cacher: the current state,
 // the state at an older resourceVersion (for consistent list pages), and the events after a resourceVersion
 // (for watches that resume). The in-memory fleet stores every resource in one of these, and the gateway's
@@ -14,9 +14,11 @@ export interface StoredObject {
   readonly namespace: string;
   readonly name: string;
   readonly rv: number;
-  /** The object as served, metadata.resourceVersion included. Never mutate it. */
-  readonly obj: KubeObject;
-  /** obj serialized once, shared by every list, get and watch that serves it. */
+  /**
+   * The object as served (metadata.resourceVersion included), serialized once and shared by every list, get and
+   * watch that serves it. Only the serialized form is kept: a parsed copy beside it cost 1.4 times the JSON's size
+   * per object. objectOf() and metadataOf() parse it when a reader needs more than labels and fields.
+   */
   readonly json: string;
   readonly labels: Readonly<Record<string, string>>;
   /** Selectable fields (field selectors), computed once. */
@@ -32,8 +34,13 @@ export interface StoreEvent {
   readonly object: StoredObject;
   /** The state before this event (MODIFIED, DELETED). */
   readonly prev?: StoredObject;
-  /** Encodings of this event built once and shared by all watchers, keyed by the encoder's name. */
-  readonly encoded: Map<string, Buffer>;
+  /**
+   * Encodings of this event built once and shared by all watchers, keyed by the encoder's name. Made on first
+   * use and dropped once the live watchers have theirs: an event stays in the window long after, and an empty
+   * map or a few encoded copies per event there would cost more than the object itself. (A watcher resuming from
+   * the window caches them again, for the others that resume with it.)
+   */
+  encoded?: Map<string, Buffer>;
 }
 
 /** The source of resourceVersions: one per simulated cluster (like an etcd revision), one per gateway. */
@@ -87,12 +94,95 @@ export class ResourceVersionTooOld extends Error {
 
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
 
+/** The stored object, parsed anew on every call: the caller owns the result and may change it. */
+export function objectOf(stored: StoredObject): KubeObject {
+  return JSON.parse(stored.json) as KubeObject;
+}
+
 /**
- * A copy of a stored object that may be sealed under another resourceVersion: stored objects are never changed,
- * so only metadata (where seal writes) needs to be new; a deep copy of a large pod costs far more.
+ * The stored object's metadata, parsed anew on every call, without parsing the rest of the object: for
+ * PartialObjectMetadata and uid checks, where a pod's spec and status are most of its bytes.
  */
-export function withOwnMetadata(obj: KubeObject): KubeObject {
-  return { ...obj, metadata: { ...obj.metadata } };
+export function metadataOf(stored: StoredObject): KubeObject['metadata'] {
+  const span = topLevelValue(stored.json, 'metadata');
+  if (span) return JSON.parse(stored.json.slice(span[0], span[1]));
+  return objectOf(stored).metadata;
+}
+
+/**
+ * Where the value of a top-level key lies in a JSON object's text ([start, end)), found without parsing the rest:
+ * string contents are skipped whole, so a key or brace inside a string never matches. Undefined when the key is
+ * absent or the text is not an object.
+ */
+export function topLevelValue(json: string, key: string): [number, number] | undefined {
+  const want = `"${key}"`;
+  let depth = 0;
+  let i = 0;
+  const n = json.length;
+  while (i < n) {
+    const c = json.charCodeAt(i);
+    if (c === 0x22 /* " */) {
+      const end = stringEnd(json, i);
+      if (depth === 1 && end - i === want.length && json.startsWith(want, i)) {
+        let j = end;
+        while (j < n && isSpace(json.charCodeAt(j))) j++;
+        if (json.charCodeAt(j) === 0x3a /* : */) {
+          j++;
+          while (j < n && isSpace(json.charCodeAt(j))) j++;
+          return [j, valueEnd(json, j)];
+        }
+      }
+      i = end;
+      continue;
+    }
+    if (c === 0x7b || c === 0x5b) depth++;
+    else if (c === 0x7d || c === 0x5d) {
+      if (--depth === 0) return undefined;
+    } else if (depth === 0 && !isSpace(c)) return undefined;
+    i++;
+  }
+  return undefined;
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+}
+
+/** The index after the closing quote of the string that opens at i. */
+function stringEnd(json: string, i: number): number {
+  for (i++; i < json.length; i++) {
+    const c = json.charCodeAt(i);
+    if (c === 0x5c /* \ */) i++;
+    else if (c === 0x22) return i + 1;
+  }
+  return json.length;
+}
+
+/** The index after the value that starts at i. */
+function valueEnd(json: string, i: number): number {
+  const n = json.length;
+  const c = json.charCodeAt(i);
+  if (c === 0x22) return stringEnd(json, i);
+  if (c !== 0x7b && c !== 0x5b) {
+    while (i < n) {
+      const d = json.charCodeAt(i);
+      if (d === 0x2c || d === 0x7d || d === 0x5d || isSpace(d)) break;
+      i++;
+    }
+    return i;
+  }
+  let depth = 0;
+  while (i < n) {
+    const d = json.charCodeAt(i);
+    if (d === 0x22) {
+      i = stringEnd(json, i);
+      continue;
+    }
+    if (d === 0x7b || d === 0x5b) depth++;
+    else if ((d === 0x7d || d === 0x5d) && --depth === 0) return i + 1;
+    i++;
+  }
+  return n;
 }
 
 export class Store {
@@ -133,7 +223,7 @@ export class Store {
 
   /**
    * Stores obj as the new state of its key (ADDED or MODIFIED), under a new resourceVersion written into its
-   * metadata. obj becomes the store's: the caller must not change it afterwards. A store that mirrors another
+   * metadata. The store keeps obj's labels object: the caller must not change it afterwards. A store that mirrors another
    * (another version of the same data) passes the source event's rv.
    */
   put(obj: KubeObject, rv = this.clock.next()): StoredObject {
@@ -142,7 +232,7 @@ export class Store {
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
     if (this.index) updateIndex(this.index, prev, stored);
-    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev, encoded: new Map() });
+    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev });
     return stored;
   }
 
@@ -151,26 +241,30 @@ export class Store {
     const prev = this.objects.get(key);
     if (!prev) return undefined;
     rv ??= this.clock.next();
-    const last = this.seal(withOwnMetadata(prev.obj), rv);
+    const last = this.seal(objectOf(prev), rv);
     this.objects.delete(key);
     this.keys.delete(key);
     if (this.index) updateIndex(this.index, prev, undefined);
-    this.record({ type: 'DELETED', rv, object: last, prev, encoded: new Map() });
+    this.record({ type: 'DELETED', rv, object: last, prev });
     return last;
   }
 
-  /** A stored object for obj under rv, as it would be served: for DELETED-from-filter views too. */
+  /**
+   * A stored object for obj under rv, as it would be served: for DELETED-from-filter views too. Writes rv into
+   * obj's metadata; only obj's labels object is kept (shared, never changed), the rest is left to the caller.
+   */
   seal(obj: KubeObject, rv: number): StoredObject {
     const meta = obj.metadata;
     meta.resourceVersion = String(rv);
     const namespace = meta.namespace ?? '';
     const name = meta.name ?? '';
+    const key = this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name;
     return {
-      key: this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name,
+      // The string the store already holds for this key, if any: every version and index then shares one.
+      key: this.objects.get(key)?.key ?? key,
       namespace,
       name,
       rv,
-      obj,
       json: JSON.stringify(obj),
       labels: meta.labels ?? EMPTY,
       fields: this.fieldsOf(obj),
@@ -189,6 +283,7 @@ export class Store {
       }
     }
     for (const l of this.listeners) l(ev);
+    ev.encoded = undefined;
   }
 
   /**

@@ -12,7 +12,7 @@ import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
-import { ResourceVersionTooOld, withOwnMetadata, type Store, type StoreEvent, type StoredObject } from './store.js';
+import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject } from './store.js';
 
 export interface WatchSettings {
   /** How often a watcher that asked for bookmarks gets one. The apiserver sends about one a minute. */
@@ -157,8 +157,8 @@ interface Encoder {
 function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encoder {
   const d = target.desc;
   const gv = groupVersion(d);
-  const objectOf = (ev: StoreEvent, leftSelection: boolean): StoredObject =>
-    leftSelection ? store.seal(withOwnMetadata(ev.prev!.obj), ev.rv) : ev.object;
+  const stateOf = (ev: StoreEvent, leftSelection: boolean): StoredObject =>
+    leftSelection ? store.seal(objectOf(ev.prev!), ev.rv) : ev.object;
   const bookmark = (rv: string, annotations?: Record<string, string>): string =>
     form.as === 'metadata'
       ? bookmarkJson('meta.k8s.io/v1', 'PartialObjectMetadata', rv, annotations)
@@ -168,16 +168,16 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
     let headerSent = false;
     const table = (obj: StoredObject, headers: boolean): string => {
       const { prefix, suffix } = tableHeadJson(target.printer, { resourceVersion: String(obj.rv) }, !headers);
-      return prefix + tableRowJson(target.printer, obj.obj, obj.json, form.include, Date.now()) + suffix;
+      return prefix + tableRowJson(target.printer, objectOf(obj), obj.json, form.include, Date.now()) + suffix;
     };
     return {
       event(ev, type, leftSelection) {
         if (!headerSent) {
           headerSent = true;
-          return encodeWatchEvent(type, table(objectOf(ev, leftSelection), true));
+          return encodeWatchEvent(type, table(stateOf(ev, leftSelection), true));
         }
         const key = `table:${form.include}:${type}:${leftSelection}`;
-        return cached(ev, key, () => encodeWatchEvent(type, table(objectOf(ev, leftSelection), false)));
+        return cached(ev, key, () => encodeWatchEvent(type, table(stateOf(ev, leftSelection), false)));
       },
       synthetic(obj) {
         const b = encodeWatchEvent('ADDED', table(obj, !headerSent));
@@ -187,10 +187,10 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
       bookmark,
     };
   }
-  const body = form.as === 'metadata' ? (o: StoredObject) => partialObjectMetadataJson(o.obj) : (o: StoredObject) => o.json;
+  const body = form.as === 'metadata' ? (o: StoredObject) => partialObjectMetadataJson({ metadata: metadataOf(o) }) : (o: StoredObject) => o.json;
   return {
     event(ev, type, leftSelection) {
-      return cached(ev, `${form.as}:${type}:${leftSelection}`, () => encodeWatchEvent(type, body(objectOf(ev, leftSelection))));
+      return cached(ev, `${form.as}:${type}:${leftSelection}`, () => encodeWatchEvent(type, body(stateOf(ev, leftSelection))));
     },
     synthetic: (obj) => encodeWatchEvent('ADDED', body(obj)),
     bookmark,
@@ -198,10 +198,11 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
 }
 
 function cached(ev: StoreEvent, key: string, make: () => Buffer): Buffer {
-  let b = ev.encoded.get(key);
+  const encoded = (ev.encoded ??= new Map());
+  let b = encoded.get(key);
   if (!b) {
     b = make();
-    ev.encoded.set(key, b);
+    encoded.set(key, b);
   }
   return b;
 }

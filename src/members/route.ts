@@ -44,6 +44,7 @@ import {
 import type { UserInfo } from '../api/user.js';
 import { CLUSTER_LABEL, newAmbiguousError, type CachedResource, type MergedCache, type Owner } from '../cache/merged.js';
 import { isCachedRead } from '../cache/serve.js';
+import { metadataOf, objectOf } from '../cache/store.js';
 import { parseWriteBody, type WriteBody, type WriteBodyKind } from '../cache/writebody.js';
 import { checkBodySyntax, mediaType, readBody } from '../request/body.js';
 import { targetPath } from '../request/filter.js';
@@ -200,7 +201,7 @@ function pickCluster(g: MemberRouting, resource: CachedResource, info: RequestIn
     throw newNotFound(groupResource(info), info.name);
   }
   let picked: Owner[] = owners;
-  if (wb?.uid) picked = owners.filter((o) => o.stored.obj.metadata.uid === wb.uid);
+  if (wb?.uid) picked = owners.filter((o) => metadataOf(o.stored).uid === wb.uid);
   if (picked.length !== 1 && wb?.resourceVersion) picked = owners.filter((o) => String(o.stored.rv) === wb.resourceVersion);
   if (picked.length === 1) return picked[0]!.cluster;
   throw newAmbiguousError(groupResource(info), info.name, owners.map((o) => o.cluster));
@@ -369,8 +370,8 @@ function mapObject(g: MemberRouting, resource: CachedResource, cluster: string, 
 
 /** The cached object as this request's API version shows it (events.k8s.io reads the v1 mirror). */
 function cachedView(cache: MergedCache, info: RequestInfo, owner: Owner): unknown {
-  if (info.apiGroup === 'events.k8s.io') return cache.eventsV1.get(owner.stored.key)?.obj ?? owner.stored.obj;
-  return owner.stored.obj;
+  const v1 = info.apiGroup === 'events.k8s.io' ? cache.eventsV1.get(owner.stored.key) : undefined;
+  return objectOf(v1 ?? owner.stored);
 }
 
 function labelled(obj: any, cluster: string): any {

@@ -363,7 +363,7 @@ describe('raw list and watch semantics', () => {
 
   it('limit/continue pages come from one snapshot while objects change', async () => {
     const cache = gw.cache;
-    const before = [...cache.pods.values()].map((o) => `${o.obj.metadata.namespace}/${o.obj.metadata.name}@${o.labels[CLUSTER_LABEL]}`);
+    const before = [...cache.pods.values()].map((o) => `${o.namespace}/${o.name}@${o.labels[CLUSTER_LABEL]}`);
     const p1 = (await call(ep, 'GET', '/api/v1/pods?limit=2')).json();
     expect(p1.metadata.remainingItemCount).toBe(before.length - 2);
     // Changes between pages: a delete of an object still to come, an add, a modification.

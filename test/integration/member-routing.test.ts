@@ -222,7 +222,7 @@ describe('kubectl 1.33 through the merged view', () => {
     const p = await k(ops, ['patch', 'pod', 'api', '-n', 'demo', '--type=merge', '-p', JSON.stringify({ metadata: { labels: { [CLUSTER_LABEL]: 'member-b', patched: 'yes' } } })]);
     expect(p.stderr).toBe('');
     expect(p.stdout).toBe('pod/api patched\n');
-    const inMember = podsOf('member-b').get('demo/api')!.obj.metadata.labels;
+    const inMember = podsOf('member-b').get('demo/api')!.labels;
     expect(inMember).toEqual({ app: 'api', tier: 'backend', patched: 'yes' });
     // Read-your-writes: the answer waited for the cache, so a read right after sees the change.
     const got = await k(ops, ['get', 'pod', 'api', '-n', 'demo', '-o', 'jsonpath={.metadata.labels}']);
@@ -244,7 +244,7 @@ describe('kubectl 1.33 through the merged view', () => {
     await writeFile(file, JSON.stringify(obj));
     const ok = await k(ops, ['replace', '-f', file]);
     expect(ok.stderr).toBe('');
-    expect(podsOf('member-a').get('demo/web')!.obj.metadata.labels).toEqual({ app: 'web', rev: '2', replaced: 'true' });
+    expect(podsOf('member-a').get('demo/web')!.labels).toEqual({ app: 'web', rev: '2', replaced: 'true' });
   });
 
   it('create needs a cluster: 400 without one, the labelled member with one', async () => {
@@ -256,7 +256,7 @@ describe('kubectl 1.33 through the merged view', () => {
     const made = await k(ops, ['run', 'newpod', '--image=busybox', '-n', 'demo', '-l', `${CLUSTER_LABEL}=member-b,app=newpod`]);
     expect(made.stderr).toBe('');
     expect(made.stdout).toBe('pod/newpod created\n');
-    expect(podsOf('member-b').get('demo/newpod')!.obj.metadata.labels).toEqual({ app: 'newpod' });
+    expect(podsOf('member-b').get('demo/newpod')!.labels).toEqual({ app: 'newpod' });
     expect(podsOf('member-a').get('demo/newpod')).toBeUndefined();
     // The cache held it before kubectl was answered.
     const got = await k(ops, ['get', 'pod', 'newpod', '-n', 'demo', '-L', CLUSTER_LABEL, '--no-headers']);
@@ -278,7 +278,7 @@ describe('kubectl 1.33 through the merged view', () => {
   it('the member decides about the caller: alice may write in member-a, member-b refuses her', async () => {
     const ok = await k(alice, ['label', 'pod', 'web', '-n', 'demo', 'by=alice']);
     expect(ok.stderr).toBe('');
-    expect(podsOf('member-a').get('demo/web')!.obj.metadata.labels?.by).toBe('alice');
+    expect(podsOf('member-a').get('demo/web')!.labels.by).toBe('alice');
     const denied = await k(alice, ['delete', 'pod', 'api', '-n', 'demo']);
     expect(denied.code).not.toBe(0);
     expect(denied.stderr).toBe('Error from server (Forbidden): pods "api" is forbidden: User "alice" cannot delete resource "pods" in API group "" in the namespace "demo"\n');

@@ -18,7 +18,7 @@ import {
   newNotFound,
   OPTIMISTIC_LOCK_ERROR,
 } from '../../src/api/status.js';
-import { newRvClock, Store, type RvClock, type StoredObject } from '../../src/cache/store.js';
+import { metadataOf, newRvClock, objectOf, Store, type RvClock, type StoredObject } from '../../src/cache/store.js';
 import type { SimResourceAccess } from './access.js';
 import { builtinResources, resourcesFromCRD, type SimResource } from './registry.js';
 
@@ -83,7 +83,7 @@ export class SimCluster implements SimResourceAccess {
   private mirror(source: Store, target: Store, r: SimResource): void {
     source.subscribe((ev) => {
       if (ev.type === 'DELETED') target.remove(ev.object.key, ev.rv);
-      else target.put(r.fromStored!(structuredClone(ev.object.obj)), ev.rv);
+      else target.put(r.fromStored!(objectOf(ev.object)), ev.rv);
     });
   }
 
@@ -120,13 +120,14 @@ export class SimCluster implements SimResourceAccess {
     const r = this.find(group, resource);
     if (!r) return [];
     const prefix = namespace ? `${namespace}/` : '';
-    return [...this.store(r).snapshot().iterate(prefix, prefix)].map((o) => o.obj);
+    return [...this.store(r).snapshot().iterate(prefix, prefix)].map(objectOf);
   }
 
   get(group: string, resource: string, namespace: string, name: string): KubeObject | undefined {
     const r = this.find(group, resource);
     if (!r) return undefined;
-    return this.store(r).get(keyOf(r, namespace, name))?.obj;
+    const stored = this.store(r).get(keyOf(r, namespace, name));
+    return stored && objectOf(stored);
   }
 
   // ---- writes ----
@@ -160,7 +161,7 @@ export class SimCluster implements SimResourceAccess {
     applyCreateDefaults(r, obj);
     if (opts.dryRun) return this.dryRunView(store, obj);
     const stored = this.writeStored(r, store, obj);
-    if (r.resource === 'customresourcedefinitions' && r.group === 'apiextensions.k8s.io') this.establishCRD(stored.obj);
+    if (r.resource === 'customresourcedefinitions' && r.group === 'apiextensions.k8s.io') this.establishCRD(objectOf(stored));
     return stored;
   }
 
@@ -187,7 +188,7 @@ export class SimCluster implements SimResourceAccess {
     const store = this.writeStore(r);
     const current = store.get(keyOf(r, namespace, name));
     if (!current) throw newNotFound(r, name);
-    const base = r.toStored ? r.fromStored!(structuredClone(current.obj)) : structuredClone(current.obj);
+    const base = r.toStored ? r.fromStored!(objectOf(current)) : objectOf(current);
     const patched = applyPatch(base, patchBody, type, r.schema) as KubeObject;
     if (!patched || typeof patched !== 'object' || !patched.metadata) throw newBadRequest('the patch produced an object without metadata');
     if (patched.metadata.resourceVersion && patched.metadata.resourceVersion !== String(current.rv)) {
@@ -200,7 +201,7 @@ export class SimCluster implements SimResourceAccess {
   /** The rules every update shares, whether it came as PUT or PATCH, for the object or a subresource. */
   private commitUpdate(r: SimResource, store: Store, current: StoredObject, incoming: KubeObject, opts: WriteOptions): StoredObject {
     const obj = r.toStored ? r.toStored(incoming) : incoming;
-    const old = current.obj as any;
+    const old = objectOf(current) as any;
     let next: any;
     if (opts.subresource === 'status') {
       // The status subresource changes status only.
@@ -231,7 +232,7 @@ export class SimCluster implements SimResourceAccess {
       return store.remove(current.key)!;
     }
     const stored = this.writeStored(r, store, next);
-    if (r.resource === 'customresourcedefinitions' && r.group === 'apiextensions.k8s.io') this.establishCRD(stored.obj);
+    if (r.resource === 'customresourcedefinitions' && r.group === 'apiextensions.k8s.io') this.establishCRD(objectOf(stored));
     return stored;
   }
 
@@ -247,13 +248,13 @@ export class SimCluster implements SimResourceAccess {
     const pre = opts.preconditions;
     // BeforeDelete names the kind where a resource belongs; kept as the apiserver writes it.
     const byKind = { group: r.group, resource: r.kind };
-    if (pre?.uid && pre.uid !== current.obj.metadata.uid) {
-      throw newConflict(byKind, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${current.obj.metadata.uid}). The object might have been deleted and then recreated`);
+    const obj = objectOf(current) as any;
+    if (pre?.uid && pre.uid !== obj.metadata.uid) {
+      throw newConflict(byKind, name, `the UID in the precondition (${pre.uid}) does not match the UID in record (${obj.metadata.uid}). The object might have been deleted and then recreated`);
     }
     if (pre?.resourceVersion && pre.resourceVersion !== String(current.rv)) {
       throw newConflict(byKind, name, `the ResourceVersion in the precondition (${pre.resourceVersion}) does not match the ResourceVersion in record (${current.rv}). The object might have been modified`);
     }
-    const obj = structuredClone(current.obj) as any;
     const meta = obj.metadata;
     const finalizers = meta.finalizers?.length > 0;
     const isNamespace = r.group === '' && r.resource === 'namespaces';
@@ -306,7 +307,8 @@ export class SimCluster implements SimResourceAccess {
     if (grace > 0 && !finalizers && this.opts.kubeletDeleteAfterMs !== undefined) {
       this.later(Math.min(grace * 1000, this.opts.kubeletDeleteAfterMs), () => {
         const still = store.get(current.key);
-        if (still && still.obj.metadata.uid === meta.uid && !(still.obj.metadata.finalizers?.length)) store.remove(current.key);
+        const stillMeta = still && metadataOf(still);
+        if (stillMeta && stillMeta.uid === meta.uid && !stillMeta.finalizers?.length) store.remove(current.key);
       });
     }
     return marked;

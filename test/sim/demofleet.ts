@@ -4,6 +4,7 @@
 // controllers that run the workloads' pods in the members.
 
 import type { KubeObject } from '../../src/api/meta.js';
+import { objectOf } from '../../src/cache/store.js';
 import { cloneSetCRD, karmadaClusterCRD } from './crds.js';
 import { startSimFleet, type SimFleet } from './fleet.js';
 import { startPropagation, type Propagation } from './propagation.js';
@@ -72,7 +73,8 @@ function seedControlPlane(fleet: SimFleet): void {
       metadata: { name },
       spec: { syncMode: 'Push', apiEndpoint: m.url, secretRef: { namespace: 'karmada-cluster', name }, impersonatorSecretRef: { namespace: 'karmada-cluster', name } },
     });
-    cp.update(res('cluster.karmada.io', 'clusters'), '', name, { ...structuredClone(cluster.obj), status: { kubernetesVersion: 'v1.34.4', conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady', message: 'cluster is healthy and ready to accept workloads', lastTransitionTime: cluster.obj.metadata.creationTimestamp }] } } as KubeObject, { subresource: 'status' });
+    const clusterObj = objectOf(cluster);
+    cp.update(res('cluster.karmada.io', 'clusters'), '', name, { ...clusterObj, status: { kubernetesVersion: 'v1.34.4', conditions: [{ type: 'Ready', status: 'True', reason: 'ClusterReady', message: 'cluster is healthy and ready to accept workloads', lastTransitionTime: clusterObj.metadata.creationTimestamp }] } } as KubeObject, { subresource: 'status' });
   }
 
   // Group dev edits namespace demo, and nothing else.

@@ -5,6 +5,7 @@
 
 import { randomUUID } from 'node:crypto';
 import type { KubeObject } from '../../src/api/meta.js';
+import { metadataOf, objectOf } from '../../src/cache/store.js';
 import type { SimCluster } from './cluster.js';
 
 interface Workload {
@@ -158,14 +159,15 @@ function propagateObject(m: SimCluster, w: Workload, namespace: string, name: st
     const spec = { ...structuredClone(obj.spec), replicas: share };
     const labels = { ...(obj.metadata.labels ?? {}), 'propagationpolicy.karmada.io/name': name };
     const created = m.create(r, namespace, { metadata: { name, namespace, labels }, spec });
-    m.update(r, namespace, name, { ...structuredClone(created.obj), status }, { subresource: 'status' });
+    m.update(r, namespace, name, { ...objectOf(created), status }, { subresource: 'status' });
     return;
   }
   if (existing.spec?.replicas !== share || JSON.stringify(existing.spec?.template) !== JSON.stringify(obj.spec?.template)) {
     const next = structuredClone(existing);
     next.spec = { ...structuredClone(obj.spec), replicas: share };
     const updated = m.update(r, namespace, name, next);
-    m.update(r, namespace, name, { ...structuredClone(updated.obj), status: { ...status, observedGeneration: updated.obj.metadata.generation } }, { subresource: 'status' });
+    const current = objectOf(updated);
+    m.update(r, namespace, name, { ...current, status: { ...status, observedGeneration: current.metadata.generation } }, { subresource: 'status' });
   }
 }
 
@@ -203,7 +205,7 @@ function startPod(m: SimCluster, w: Workload, namespace: string, name: string, o
   };
   const stored = m.load(m.resourceFor('', 'pods')!, pod);
   const events = m.resourceFor('', 'events')!;
-  const involved = { kind: 'Pod', namespace, name: podName, uid: stored.obj.metadata.uid, apiVersion: 'v1', resourceVersion: String(stored.rv) };
+  const involved = { kind: 'Pod', namespace, name: podName, uid: metadataOf(stored).uid, apiVersion: 'v1', resourceVersion: String(stored.rv) };
   const mk = (reason: string, message: string, component: string, fieldPath?: string) => ({
     metadata: { name: `${podName}.${randomUUID().slice(0, 8)}`, namespace },
     involvedObject: fieldPath ? { ...involved, fieldPath } : involved,

@@ -26,7 +26,7 @@ import {
 import { parseAcceptForTable, partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../../src/api/table.js';
 import type { Attributes, UserInfo } from '../../src/api/user.js';
 import { listPage, writeList, type ListTarget, type ResponseForm } from '../../src/cache/list.js';
-import type { StoredObject } from '../../src/cache/store.js';
+import { metadataOf, objectOf, type StoredObject } from '../../src/cache/store.js';
 import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from '../../src/cache/watch.js';
 import { attributesOf } from '../../src/authz/cachedreads.js';
 import { authorizeImpersonation, impersonationHeadersOf, requestedImpersonation } from '../../src/authn/impersonation.js';
@@ -274,7 +274,7 @@ async function subresource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, 
       if (typeof replicas !== 'number' || !Number.isInteger(replicas) || replicas < 0) {
         throw newBadRequest('spec.replicas must be a whole number >= 0');
       }
-      const next = structuredClone(current.obj) as any;
+      const next = objectOf(current) as any;
       setPath(next, r.scale.specReplicasPath, replicas);
       if (scale.metadata?.resourceVersion) next.metadata.resourceVersion = scale.metadata.resourceVersion;
       const stored = ctx.cluster.update(r, info.namespace, info.name, next, { dryRun });
@@ -282,7 +282,7 @@ async function subresource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, 
     }
   }
   if (isPods && info.subresource === 'log' && info.verb === 'get') {
-    return servePodLog(req, res, getOr404(ctx, r, info).obj, q);
+    return servePodLog(req, res, objectOf(getOr404(ctx, r, info)), q);
   }
   if (isPods && info.subresource === 'eviction' && info.verb === 'create') {
     const ev = parseJsonBody(req, body!) as any;
@@ -303,7 +303,7 @@ async function subresource(ctx: Ctx, req: IncomingMessage, res: ServerResponse, 
 }
 
 function toScale(r: SimResource, o: StoredObject): object {
-  const obj = o.obj as any;
+  const obj = objectOf(o) as any;
   const m = obj.metadata;
   const sel = r.scale!.labelSelectorPath ? getPath(obj, r.scale!.labelSelectorPath) : undefined;
   return {
@@ -347,7 +347,7 @@ async function upgrade(ctx: Ctx, req: IncomingMessage, socket: Duplex, head: Buf
     throw newResourceNotFound();
   }
   const pod = getOr404(ctx, r, info);
-  handleExecUpgrade(req, socket, head, pod.obj, url.searchParams, info.subresource);
+  handleExecUpgrade(req, socket, head, objectOf(pod), url.searchParams, info.subresource);
 }
 
 // ---- non-resource paths ----
@@ -503,17 +503,18 @@ function writeObject(req: IncomingMessage, res: ServerResponse, r: SimResource, 
   const form = negotiate(req, q);
   if (form.as === 'table') {
     const { prefix, suffix } = tableHeadJson(r.printer, { resourceVersion: String(o.rv) });
-    return writeJson(res, code, prefix + tableRowJson(r.printer, o.obj, o.json, form.include, Date.now()) + suffix);
+    return writeJson(res, code, prefix + tableRowJson(r.printer, objectOf(o), o.json, form.include, Date.now()) + suffix);
   }
-  if (form.as === 'metadata') return writeJson(res, code, partialObjectMetadataJson(o.obj));
+  if (form.as === 'metadata') return writeJson(res, code, partialObjectMetadataJson({ metadata: metadataOf(o) }));
   writeJson(res, code, o.json);
 }
 
 /** Pods, namespaces and CRDs answer a delete with the object; other resources with a Success Status. */
 function writeDeleted(req: IncomingMessage, res: ServerResponse, r: SimResource, o: StoredObject, q: URLSearchParams): void {
   const returnsObject = (r.group === '' && (r.resource === 'pods' || r.resource === 'namespaces')) || r.crd !== undefined || r.resource === 'customresourcedefinitions';
-  if (returnsObject || o.obj.metadata.deletionTimestamp) return writeObject(req, res, r, 200, o, q);
-  const details: Record<string, string> = { name: o.name, kind: r.resource, uid: o.obj.metadata.uid ?? '' };
+  const meta = metadataOf(o);
+  if (returnsObject || meta.deletionTimestamp) return writeObject(req, res, r, 200, o, q);
+  const details: Record<string, string> = { name: o.name, kind: r.resource, uid: meta.uid ?? '' };
   if (r.group) details.group = r.group;
   writeJson(res, 200, JSON.stringify({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Success', details: { name: details.name, group: details.group, kind: details.kind, uid: details.uid } }));
 }

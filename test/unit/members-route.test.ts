@@ -10,6 +10,7 @@ import type { KubeObject } from '../../src/api/meta.js';
 import { statusBody, toStatus } from '../../src/api/status.js';
 import type { UserInfo } from '../../src/api/user.js';
 import { CLUSTER_LABEL, MergedCache } from '../../src/cache/merged.js';
+import { objectOf } from '../../src/cache/store.js';
 import { parseWriteBody } from '../../src/cache/writebody.js';
 import { memberConnections, type MemberConnections, type MemberSource } from '../../src/members/connections.js';
 import type { MemberSpec } from '../../src/members/member.js';
@@ -398,7 +399,7 @@ describe('routing through the merged view', () => {
 
   it('updates go to the owner as the caller, label off and resourceVersion translated; the answer is labelled and in the gateway space', async () => {
     writesAs(member('member-a'), '15');
-    const body = structuredClone(cache.owners('pods', 'demo', 'web')[0]!.stored.obj) as any;
+    const body = objectOf(cache.owners('pods', 'demo', 'web')[0]!.stored) as any;
     body.metadata.labels.tier = 'front';
     const r = await send('PUT', '/api/v1/namespaces/demo/pods/web?fieldManager=kubectl', body);
     expect(r.status).toBe(200);
@@ -420,7 +421,7 @@ describe('routing through the merged view', () => {
   });
 
   it('a stale resourceVersion is the 409 the member would give, and nothing is sent', async () => {
-    const body = structuredClone(cache.owners('pods', 'demo', 'web')[0]!.stored.obj) as any;
+    const body = objectOf(cache.owners('pods', 'demo', 'web')[0]!.stored) as any;
     body.metadata.resourceVersion = String(Number(body.metadata.resourceVersion) - 1);
     const r = await send('PUT', '/api/v1/namespaces/demo/pods/web', body);
     expect(r.status).toBe(409);

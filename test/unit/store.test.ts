@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { newRvClock, ResourceVersionTooOld, Store } from '../../src/cache/store.js';
+import { metadataOf, newRvClock, objectOf, ResourceVersionTooOld, Store, topLevelValue } from '../../src/cache/store.js';
 import { SortedKeys } from '../../src/cache/sortedkeys.js';
 
 const pod = (ns: string, name: string, extra: Record<string, unknown> = {}) => ({
@@ -68,7 +68,7 @@ describe('Store', () => {
   it('emits ADDED, MODIFIED, DELETED with the deletion carrying its own resourceVersion', () => {
     const s = new Store({ clock: newRvClock() });
     const seen: string[] = [];
-    s.subscribe((e) => seen.push(`${e.type}:${e.object.key}:${e.rv}:${e.object.obj.metadata.resourceVersion}`));
+    s.subscribe((e) => seen.push(`${e.type}:${e.object.key}:${e.rv}:${objectOf(e.object).metadata.resourceVersion}`));
     s.put(pod('ns', 'a'));
     s.put(pod('ns', 'a', { spec: { x: 1 } }));
     s.remove('ns/a');
@@ -87,7 +87,7 @@ describe('Store', () => {
     const old = s.snapshot(at);
     const objs = [...old.iterate('', '')];
     expect(objs.map((o) => o.key)).toEqual(['ns/a', 'ns/b']);
-    expect((objs[0].obj as any).spec).toBeUndefined();
+    expect((objectOf(objs[0]) as any).spec).toBeUndefined();
     expect(keysOf(s.snapshot().iterate('', ''))).toEqual(['ns/a', 'ns/c']);
     expect(keysOf(old.iterate('ns/b', 'ns/'))).toEqual(['ns/b']);
   });
@@ -114,5 +114,57 @@ describe('Store', () => {
     expect(snap.countFrom('', 'b/')).toBe(10);
     expect(snap.countFrom('b/p5', 'b/')).toBe(5);
     expect(snap.countFrom('', '')).toBe(30);
+  });
+});
+
+describe('stored objects are kept serialized only', () => {
+  it('objectOf parses a fresh copy each time: changing it changes neither the store nor later reads', () => {
+    const s = new Store({ clock: newRvClock() });
+    const stored = s.put(pod('ns', 'web-1', { spec: { nodeName: 'n1' } }));
+    expect(Object.keys(stored)).not.toContain('obj');
+    const a = objectOf(stored) as any;
+    expect(a.metadata.resourceVersion).toBe(String(stored.rv));
+    a.spec.nodeName = 'changed';
+    a.metadata.labels.app = 'changed';
+    expect((objectOf(stored) as any).spec.nodeName).toBe('n1');
+    expect(objectOf(s.get('ns/web-1')!)).not.toBe(objectOf(s.get('ns/web-1')!));
+    expect(stored.labels).toEqual({ app: 'web' });
+  });
+
+  it('a deletion serializes the last state anew under its own resourceVersion, leaving the old version intact', () => {
+    const s = new Store({ clock: newRvClock() });
+    const before = s.put(pod('ns', 'a', { spec: { x: 1 } }));
+    const last = s.remove('ns/a')!;
+    expect(JSON.parse(last.json)).toEqual({ ...JSON.parse(before.json), metadata: { ...JSON.parse(before.json).metadata, resourceVersion: String(last.rv) } });
+    expect(objectOf(before).metadata.resourceVersion).toBe(String(before.rv));
+  });
+
+  it('metadataOf reads metadata without the rest, whatever strings and nesting come before it', () => {
+    const s = new Store({ clock: newRvClock() });
+    const tricky = {
+      spec: { note: 'a "metadata": {"x":1} } ] \\ inside a string', list: [{ metadata: { name: 'nested' } }, [1, [2]]], n: -1.5e3, t: true, z: null },
+      metadata: { namespace: 'ns', name: 'tricky', uid: 'u-1', annotations: { 'a"}': '{' } },
+      status: { metadata: 'not this one' },
+    };
+    const stored = s.put(tricky as any);
+    expect(metadataOf(stored)).toEqual(objectOf(stored).metadata);
+    expect(metadataOf(stored).uid).toBe('u-1');
+  });
+
+  it('topLevelValue finds values of every type only at the top level', () => {
+    const json = '{ "a" : {"metadata":1}, "s":"x\\"y", "n": 12.5 ,"b":false,"l":[1,{"k":"]"}],"metadata" : {"name":"m"} }';
+    const at = (k: string) => {
+      const r = topLevelValue(json, k);
+      return r && json.slice(r[0], r[1]);
+    };
+    expect(at('metadata')).toBe('{"name":"m"}');
+    expect(at('s')).toBe('"x\\"y"');
+    expect(at('n')).toBe('12.5');
+    expect(at('b')).toBe('false');
+    expect(at('l')).toBe('[1,{"k":"]"}]');
+    expect(at('name')).toBeUndefined();
+    expect(at('k')).toBeUndefined();
+    expect(topLevelValue('[{"metadata":1}]', 'metadata')).toBeUndefined();
+    expect(topLevelValue('{}', 'metadata')).toBeUndefined();
   });
 });

@@ -287,6 +287,10 @@ describe.skipIf(!requireGo())('the Helm chart', () => {
       expect(find(objs, 'Deployment', `${FULL}-cache`).spec.replicas).toBe(2);
       expect(find(objs, 'Service', FULL).spec.selector['app.kubernetes.io/component']).toBe('facade');
       expect(find(objs, 'Service', `${FULL}-cache`).spec.selector['app.kubernetes.io/component']).toBe('cache');
+      // Each cache pod has its own resourceVersions: a facade's connections must all reach the same one.
+      expect(find(objs, 'Service', `${FULL}-cache`).spec.sessionAffinity).toBe('ClientIP');
+      const probe = (d: string) => find(objs, 'Deployment', d).spec.template.spec.containers[0].readinessProbe.httpGet.path;
+      expect([probe(FULL), probe(`${FULL}-cache`)]).toEqual(['/readyz', '/readyz']);
     });
 
     it('accepts every optional object: HPA, ServiceMonitor, NetworkPolicies', async () => {

@@ -101,12 +101,13 @@ const COMMANDS: Command[] = [
   {
     name: 'certs revoke',
     summary: 'revoke client certificates: the gateway answers them with 401, without a restart',
-    usage: 'certs revoke --dir DIR (--cert FILE | --kubeconfig FILE | --serial HEX)... [--reason R] [--days N]',
+    usage: 'certs revoke --dir DIR ((--cert FILE | --kubeconfig FILE | --serial HEX)... [--reason R] | --renew) [--days N]',
     description: [
       'Adds the certificates to DIR/client-ca.crl, a certificate revocation list signed by DIR/client-ca.key, and',
       'writes it anew (a new list number each time). A gateway whose server.tls.clientCRLFile is that file (or a',
       'copy of it, e.g. in a Kubernetes Secret) reloads it within seconds and answers the certificates with 401,',
       'also on connections opened before. Certificates already listed stay listed; revocation cannot be undone.',
+      '--renew signs the same list again with a new validity (before its nextUpdate passes).',
       `Reasons: ${Object.keys(REVOCATION_REASONS).join(', ')}.`,
     ].join('\n'),
     flags: {
@@ -116,14 +117,19 @@ const COMMANDS: Command[] = [
       serial: { type: 'string', multiple: true, value: 'HEX', help: 'a serial number to revoke (hex, as `certs issue` prints it)' },
       reason: { type: 'string', value: 'R', help: 'the RFC 5280 reason recorded in the list (default: none)' },
       days: { type: 'string', value: 'N', help: `how long the new list is valid (its nextUpdate; default ${DEFAULT_CRL_DAYS})` },
+      renew: { type: 'boolean', help: 'revoke nothing new: sign the list again with a new nextUpdate' },
     },
     run: async (cmd, f, io) => {
       const dir = required(cmd, f, 'dir', 'the directory made by fleetgate certs init');
       const certs = all(f, 'cert');
       const kubeconfigs = all(f, 'kubeconfig');
       const serials = all(f, 'serial');
-      if (certs.length + kubeconfigs.length + serials.length === 0) {
-        throw new UsageError(`${cmd}: nothing to revoke; give --cert FILE, --kubeconfig FILE or --serial HEX`);
+      const renew = f.bools.has('renew');
+      if (renew && certs.length + kubeconfigs.length + serials.length > 0) {
+        throw new UsageError(`${cmd}: --renew re-signs the list as it is; give it without --cert, --kubeconfig or --serial`);
+      }
+      if (!renew && certs.length + kubeconfigs.length + serials.length === 0) {
+        throw new UsageError(`${cmd}: nothing to revoke; give --cert FILE, --kubeconfig FILE or --serial HEX (or --renew to re-sign the list)`);
       }
       const reasonFlag = optional(f, 'reason');
       if (reasonFlag !== undefined && !(reasonFlag in REVOCATION_REASONS)) {

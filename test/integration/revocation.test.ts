@@ -144,6 +144,16 @@ describe('certs revoke', () => {
     expect(m.text).toMatch(/^fleetgate_client_certificate_revocations 2$/m);
   });
 
+  it('--renew signs the same list again with a new number', async () => {
+    const before = (await cli(['certs', 'revoked', '--dir', certsDir])).out;
+    const r = await cli(['certs', 'revoke', '--dir', certsDir, '--renew', '--days', '30']);
+    expect(r.code).toBe(0);
+    expect(r.out).toMatch(/: 2 revoked certificates, list number 3, valid until /);
+    const after = (await cli(['certs', 'revoked', '--dir', certsDir])).out;
+    expect(after.split('\n').slice(0, 3)).toEqual(before.split('\n').slice(0, 3));
+    expect((await cli(['certs', 'revoke', '--dir', certsDir, '--renew', '--serial', '1f'])).code).toBe(2);
+  });
+
   it('refuses to list a certificate of another CA, and bad flags', async () => {
     const otherCA = await createCA('other-ca');
     const stranger = await issueClientCert(otherCA, 'mallory', []);

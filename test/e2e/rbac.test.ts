@@ -139,7 +139,7 @@ describe.skipIf(!requireGo())('the shipped RBAC (config/rbac) is enough for the 
     for (const f of files) expect(rbacFile(f)).not.toMatch(/FLEETGATE_[A-Z_]+/);
   });
 
-  it('the identities hold what the gateway needs and no more (kubectl auth can-i)', async () => {
+  it('the identities hold what the gateway needs and no more (kubectl auth can-i, SubjectAccessReviews)', async () => {
     const canI = async (c: RealCluster, as: string, args: string[]) => (await kubectl('1.33', c.kubeconfigPath, ['auth', 'can-i', ...args, `--as=${as}`])).stdout.trim();
     const cases: Array<[RealCluster, string, string[], 'yes' | 'no']> = [
       [cp, IDENTITY, ['impersonate', 'users'], 'yes'],

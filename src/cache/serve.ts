@@ -170,7 +170,7 @@ async function serveList(ctx: RequestContext, cache: MergedCache, v: CachedView,
     throw e;
   }
   if (page.continueToken) page.continueToken = ownToken(cache, page.continueToken);
-  await writeList(((globalThis as any).__noPace ? responseFor(ctx) : paced(responseFor(ctx))) as unknown as ServerResponse, target, page, form, { 'Cache-Control': 'no-cache, private' });
+  await writeList(paced(responseFor(ctx)) as unknown as ServerResponse, target, page, form, { 'Cache-Control': 'no-cache, private' });
   // The list holds its flow-control seats (the chain's step awaits this) until its last byte is out.
   await responseDone(ctx.res);
 }

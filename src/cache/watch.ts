@@ -58,20 +58,46 @@ export function serveWatch(
   let unsubscribe = (): void => {};
   let lastRV = 0;
 
+  // A watcher's events of one event-loop iteration leave as one write at its end: every write to a TLS connection
+  // is a record and a syscall of its own, and under churn a watcher gets many events per iteration.
+  // The initial events and a replay are written straight away, as they are produced (no iteration to batch).
+  let live = false;
+  let queued: Buffer[] = [];
+  let queuedBytes = 0;
+  let closed = false;
+  const flush = (): void => {
+    if (queued.length === 0) return;
+    const b = queued.length === 1 ? queued[0]! : Buffer.concat(queued, queuedBytes);
+    queued = [];
+    queuedBytes = 0;
+    if (!closed && !res.writableEnded) res.write(b);
+  };
+
   const finish = () => {
     if (finished) return;
     finished = true;
     unsubscribe();
     for (const t of timers) clearTimeout(t);
+    flush();
     if (!res.writableEnded) res.end();
     resolveDone();
   };
-  res.on('close', finish);
+  res.on('close', () => {
+    closed = true;
+    finish();
+  });
 
   const write = (buf: Buffer | string): void => {
     if (finished) return;
-    res.write(buf);
-    if (res.writableLength > settings.maxBufferedBytes) finish();
+    if (!live) {
+      res.write(buf);
+      if (res.writableLength > settings.maxBufferedBytes) finish();
+      return;
+    }
+    const b = typeof buf === 'string' ? Buffer.from(buf) : buf;
+    if (queued.push(b) === 1) flushSoon(flush);
+    queuedBytes += b.length;
+    if (res.writableLength + queuedBytes > settings.maxBufferedBytes) finish();
   };
 
   const deliver = (ev: StoreEvent): void => {
@@ -128,6 +154,7 @@ export function serveWatch(
   }
   if (finished) return { stop: finish, done };
   unsubscribe = store.subscribe(deliver);
+  live = true;
 
   const timeout = Math.min(opts.timeoutSeconds ?? settings.maxTimeoutSeconds, settings.maxTimeoutSeconds);
   timers.push(setTimeout(finish, timeout * 1000));
@@ -140,6 +167,19 @@ export function serveWatch(
     timers.push(setTimeout(tick, settings.bookmarkIntervalMs));
   }
   return { stop: finish, done };
+}
+
+let flushes: Array<() => void> = [];
+
+/** Runs f once the loop has polled for I/O, with every other watcher's flush: one immediate for them all. */
+function flushSoon(f: () => void): void {
+  if (flushes.push(f) === 1) setImmediate(runFlushes);
+}
+
+function runFlushes(): void {
+  const fs = flushes;
+  flushes = [];
+  for (const f of fs) f();
 }
 
 interface Encoder {

@@ -1,0 +1,99 @@
+// A watcher's events leave in one write per event-loop iteration: each write to a TLS connection is a record and
+// a syscall, so a watcher that got several events while the loop was busy gets them in one. Nothing is held back
+// longer than the iteration, and a watch that ends still sends what it had queued.
+
+import { EventEmitter } from 'node:events';
+import { describe, expect, it } from 'vitest';
+import { MergedCache } from '../../src/cache/merged.js';
+import { serveCached } from '../../src/cache/serve.js';
+import { newRequestInfo } from '../../src/request/requestinfo.js';
+import type { RequestContext } from '../../src/server/context.js';
+
+class FakeResponse extends EventEmitter {
+  writes: string[] = [];
+  headersSent = false;
+  writableEnded = false;
+  writableLength = 0;
+  setHeader(): void {}
+  writeHead(): this {
+    this.headersSent = true;
+    return this;
+  }
+  flushHeaders(): void {}
+  write(chunk: Buffer | string): boolean {
+    this.writes.push(chunk.toString());
+    return true;
+  }
+  end(chunk?: string): this {
+    if (chunk) this.writes.push(chunk);
+    this.writableEnded = true;
+    return this;
+  }
+  lines(): Array<{ type: string; object: any }> {
+    return this.writes.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  }
+}
+
+let memberRV = 1;
+function pod(name: string, labels: Record<string, string> = {}): any {
+  return { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'ns', name, resourceVersion: String(memberRV++), labels }, spec: { nodeName: 'n1' } };
+}
+
+async function startWatch(cache: MergedCache, query: string, settings?: { maxBufferedBytes: number }) {
+  const res = new FakeResponse();
+  const url = new URL(`https://gw.invalid/api/v1/namespaces/ns/pods?watch=1&resourceVersion=${cache.pods.clock.current()}${query}`);
+  const ctx = { req: { headers: {} }, res, url, auditID: 'a', info: newRequestInfo('GET', url.pathname, url.searchParams), user: { username: 'u', groups: [] } } as unknown as RequestContext;
+  await serveCached(ctx, cache, { stale: () => [], watchSettings: settings && { bookmarkIntervalMs: 60_000, maxTimeoutSeconds: 60, ...settings } });
+  return res;
+}
+
+const nextIteration = () => new Promise((r) => setImmediate(r));
+
+describe('watch writes', () => {
+  it('events that arrive in one iteration (several callbacks) leave as one write, in order', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
+    const sink = cache.sink('member-a', 'pods');
+    sink.replace([], '1');
+    const res = await startWatch(cache, '');
+    // Separate timer callbacks of one timers phase, as several members' streams are read in one poll phase.
+    await new Promise<void>((resolve) => {
+      for (let i = 0; i < 5; i++) setTimeout(() => sink.apply('ADDED', pod(`p${i}`)), 0);
+      setTimeout(resolve, 0);
+    });
+    expect(res.writes).toHaveLength(0);
+    await nextIteration();
+    expect(res.writes).toHaveLength(1);
+    expect(res.lines().map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED p0', 'ADDED p1', 'ADDED p2', 'ADDED p3', 'ADDED p4']);
+    sink.apply('MODIFIED', { ...pod('p1'), metadata: { ...pod('p1').metadata, labels: { x: 'y' } } });
+    await nextIteration();
+    expect(res.writes).toHaveLength(2);
+    expect(res.lines().at(-1)!.type).toBe('MODIFIED');
+  });
+
+  it('a watcher that cannot keep up is ended, after what was queued for it', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
+    const sink = cache.sink('member-a', 'pods');
+    sink.replace([], '1');
+    const res = await startWatch(cache, '', { maxBufferedBytes: 2000 });
+    sink.apply('ADDED', pod('a'));
+    res.writableLength = 1990; // the client stopped reading
+    sink.apply('ADDED', pod('b'));
+    expect(res.writableEnded).toBe(true);
+    expect(res.lines().map((e) => e.object.metadata.name)).toEqual(['a', 'b']);
+    sink.apply('ADDED', pod('c'));
+    await nextIteration();
+    expect(res.lines().map((e) => e.object.metadata.name)).toEqual(['a', 'b']);
+  });
+
+  it('a client that goes away gets no more writes', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
+    const sink = cache.sink('member-a', 'pods');
+    sink.replace([], '1');
+    const res = await startWatch(cache, '');
+    sink.apply('ADDED', pod('a'));
+    res.emit('close');
+    await nextIteration();
+    expect(res.writes).toHaveLength(0);
+    expect(cache.pods.watcherCount).toBe(0);
+  });
+});

@@ -10,6 +10,18 @@ export const run: Scenario = async ({ quick, log }) => {
   const fleet = await startScale({ members, podsPerMember, log });
   try {
     const ep = fleet.gateway;
+    // The goal is about a synced cache: timing starts once the gateway is quiet (under a fifth of a core for a
+    // second), so what it still does after the sync (collecting the cold sync's garbage) is not put on one query.
+    const settle0 = performance.now();
+    for (let busy = 1; busy > 0.2 && performance.now() - settle0 < 60_000; ) {
+      const a = await fleet.gw({ op: 'cpu' });
+      const t = performance.now();
+      await new Promise((r) => setTimeout(r, 1000));
+      const b = await fleet.gw({ op: 'cpu' });
+      busy = (b.user - a.user + b.system - a.system) / 1000 / (performance.now() - t);
+      log(`03: gateway CPU ${round(busy * 100)}% of a core`);
+    }
+    const settleMs = performance.now() - settle0;
     const n = quick ? 40 : 100;
     const queries = {
       label_100: '/api/v1/pods?labelSelector=bench%3Dneedle',
@@ -17,7 +29,7 @@ export const run: Scenario = async ({ quick, log }) => {
       nodename_page: `/api/v1/pods?limit=500&fieldSelector=spec.nodeName%3Dmember-001-node-3`,
       nodename_all: `/api/v1/pods?fieldSelector=spec.nodeName%3Dmember-001-node-3`,
     };
-    const figures: Record<string, number | string> = { pods: fleet.totalPods + 100, members };
+    const figures: Record<string, number | string> = { pods: fleet.totalPods + 100, members, settle_ms: round(settleMs) };
     const points: Array<{ label: string; value: number }> = [];
     let worst = 0;
     for (const [name, path] of Object.entries(queries)) {
@@ -37,10 +49,11 @@ export const run: Scenario = async ({ quick, log }) => {
     const met = worst < 50;
     const notes = [
       scaleNote(members, podsPerMember),
-      `${n} sequential requests per query; the label and field selectors are matched by a scan of the store (no index), so their cost grows with the cache, not with the result`,
+      `${n} sequential requests per query. How each is selected: a namespace is a key range of the store (keys begin with namespace/); bench=needle and spec.nodeName=x walk the cache's selector index (label value or node name -> keys in key order, kept on every change, the smallest candidate set of the selector's equality requirements), and the whole selector is then matched on each candidate, so their cost grows with the result, not with the cache. Selectors without an indexed equality (!=, notin, exists, other fields) still scan the namespace or the store`,
       'nodename_all (every pod on one node, unpaged) is shown for scale and not judged',
+      `timed once the synced gateway had been under a fifth of a core of CPU for a second (settle_ms after the sync), so work left over from the cold sync does not land in the first query's p99`,
     ];
-    if (!met) notes.push(`worst judged p99 ${round(worst)} ms, ${round(worst - 50)} ms over the goal; an index on labels and spec.nodeName (a map from value to sorted keys, kept by the store's upsert/delete) would make the selective ones proportional to the result`);
+    if (!met) notes.push(`worst judged p99 ${round(worst)} ms, ${round(worst - 50)} ms over the goal; selection walks only the candidates now, so what is left is encoding and sending the items (100-500 pods, 0.5-2.5 MB) and the load of this shared machine, which the p99 of ${n} requests catches`);
     return {
       id: 3,
       title: 'Filtered LIST',

@@ -5,12 +5,13 @@
 // ConfigMap volumes swap files by renaming a symlinked directory.
 
 import { createHash } from 'node:crypto';
-import { existsSync, watch, type FSWatcher } from 'node:fs';
+import { existsSync } from 'node:fs';
 import { readdir, readFile, stat } from 'node:fs/promises';
-import { dirname, join, resolve } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { formatFieldError } from '../api/status.js';
+import { watchForChanges, type FileWatcher } from '../config/watch.js';
 import { defaultAndValidateFlowSchema, defaultAndValidatePriorityLevel } from './validation.js';
 import { FLOWCONTROL_API_VERSION, type FlowSchema, type PriorityLevelConfiguration } from './types.js';
 
@@ -120,76 +121,14 @@ export function stableUID(key: string): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-export interface DirWatcher {
-  close(): void;
-}
+export type DirWatcher = FileWatcher;
 
 /**
  * Calls onChange (serialized, never overlapping) whenever the directory's YAML files change: on fs.watch events
  * (debounced) and when a periodic stat sees a different set of names, sizes or modification times.
  */
 export function watchFlowControlDir(dir: string, intervalMs: number, onChange: () => Promise<void>, onError: (err: unknown) => void): DirWatcher {
-  let closed = false;
-  let running = false;
-  let pending = false;
-  let debounce: NodeJS.Timeout | undefined;
-  let lastSignature: string | undefined;
-
-  const run = async () => {
-    if (closed) return;
-    if (running) {
-      pending = true;
-      return;
-    }
-    running = true;
-    try {
-      lastSignature = await signature(dir).catch(() => lastSignature);
-      await onChange();
-    } catch (e) {
-      onError(e);
-    } finally {
-      running = false;
-      if (pending && !closed) {
-        pending = false;
-        void run();
-      }
-    }
-  };
-  const schedule = () => {
-    if (closed) return;
-    if (debounce) clearTimeout(debounce);
-    debounce = setTimeout(() => void run(), 50);
-    debounce.unref?.();
-  };
-
-  void signature(dir)
-    .then((s) => (lastSignature ??= s))
-    .catch(() => {});
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(resolve(dir), { persistent: false }, schedule);
-    watcher.on('error', (e) => onError(e));
-  } catch (e) {
-    onError(e);
-  }
-  const poll = setInterval(() => {
-    signature(dir).then(
-      (s) => {
-        if (s !== lastSignature) schedule();
-      },
-      (e) => onError(e),
-    );
-  }, intervalMs);
-  poll.unref?.();
-
-  return {
-    close() {
-      closed = true;
-      if (debounce) clearTimeout(debounce);
-      clearInterval(poll);
-      watcher?.close();
-    },
-  };
+  return watchForChanges({ dir, intervalMs, signature: () => signature(dir), onChange, onError });
 }
 
 async function signature(dir: string): Promise<string> {

@@ -232,7 +232,7 @@ export class Store {
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
     if (this.index) updateIndex(this.index, prev, stored);
-    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev });
+    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev, encoded: undefined });
     return stored;
   }
 
@@ -245,7 +245,7 @@ export class Store {
     this.objects.delete(key);
     this.keys.delete(key);
     if (this.index) updateIndex(this.index, prev, undefined);
-    this.record({ type: 'DELETED', rv, object: last, prev });
+    this.record({ type: 'DELETED', rv, object: last, prev, encoded: undefined });
     return last;
   }
 
@@ -283,7 +283,9 @@ export class Store {
       }
     }
     for (const l of this.listeners) l(ev);
-    ev.encoded = undefined;
+    // The slot is made with the event (encoded: undefined): adding the property later would cost each event an
+    // out-of-object property store for as long as it stays in the window.
+    if (ev.encoded) ev.encoded = undefined;
   }
 
   /**

@@ -149,7 +149,7 @@ describe('fleetgate certs issue', () => {
     const r = await fleetgate('certs', 'issue', '--dir', pki, '--user', 'alice', '--group', 'dev', '--group', 'system:masters', '--server', url, '--out', out, '--days', '30');
     expect(r.stderr).toBe('');
     expect(r.code).toBe(0);
-    expect(r.stdout).toMatch(new RegExp(`^wrote ${out}: user "alice", groups "dev", "system:masters", valid until \\S+, server ${url}\\n$`));
+    expect(r.stdout).toMatch(new RegExp(`^wrote ${out}: user "alice", groups "dev", "system:masters", serial [0-9A-F]+, valid until \\S+, server ${url}\\n$`));
     expect(mode(out)).toBe(0o600);
 
     const kc = parse(readFileSync(out, 'utf8')) as Kubeconfig;

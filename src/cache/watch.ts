@@ -12,6 +12,7 @@ import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
+import { nextTurn, SLICE_MS } from '../server/respond.js';
 import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject } from './store.js';
 
 export interface WatchSettings {
@@ -21,12 +22,15 @@ export interface WatchSettings {
   maxBufferedBytes: number;
   /** Upper bound for timeoutSeconds, and the default when the client gives none (the apiserver picks 30-60 min). */
   maxTimeoutSeconds: number;
+  /** Live events a watcher may have waiting while its initial events or replay are still being written. */
+  maxPendingEvents: number;
 }
 
 export const defaultWatchSettings: WatchSettings = {
   bookmarkIntervalMs: 60_000,
   maxBufferedBytes: 16 * 1024 * 1024,
   maxTimeoutSeconds: 1800,
+  maxPendingEvents: 100_000,
 };
 
 export interface ActiveWatch {
@@ -100,21 +104,36 @@ export function serveWatch(
     if (res.writableLength + queuedBytes > settings.maxBufferedBytes) finish();
   };
 
-  const deliver = (ev: StoreEvent): void => {
+  /** The bytes of ev for this watcher, if its selection sees ev at all. */
+  const render = (ev: StoreEvent): Buffer | undefined => {
     lastRV = ev.rv;
     const now = match(ev.object);
     const before = ev.type === 'MODIFIED' ? match(ev.prev) : false;
-    if (ev.type === 'ADDED') {
-      if (now) write(enc.event(ev, 'ADDED', false));
-    } else if (ev.type === 'DELETED') {
-      if (match(ev.prev)) write(enc.event(ev, 'DELETED', false));
-    } else if (now && before) {
-      write(enc.event(ev, 'MODIFIED', false));
-    } else if (now) {
-      write(enc.event(ev, 'ADDED', false));
-    } else if (before) {
-      // The object left the selection: watchers see its old state deleted at this event's version.
-      write(enc.event(ev, 'DELETED', true));
+    if (ev.type === 'ADDED') return now ? enc.event(ev, 'ADDED', false) : undefined;
+    if (ev.type === 'DELETED') return match(ev.prev) ? enc.event(ev, 'DELETED', false) : undefined;
+    if (now && before) return enc.event(ev, 'MODIFIED', false);
+    if (now) return enc.event(ev, 'ADDED', false);
+    // The object left the selection: watchers see its old state deleted at this event's version.
+    if (before) return enc.event(ev, 'DELETED', true);
+    return undefined;
+  };
+
+  // What a watcher gets before its live events, the current state (synthetic ADDED) or a replay of the window,
+  // can be a whole fleet: far more than a slow watcher's allowance, and more than any socket takes at once. It is
+  // taken in the same turn as the subscription (StoredObjects and StoreEvents never change, so the references are
+  // a consistent snapshot) and written with backpressure; live events that arrive meanwhile wait, as references,
+  // and follow it in order. Only then does the watch go live and the allowance apply.
+  let initialObjects: StoredObject[] | undefined;
+  let replay: StoreEvent[] | undefined;
+  let closingBookmark: string | undefined;
+  const pending: StoreEvent[] = [];
+  const onEvent = (ev: StoreEvent): void => {
+    if (live) {
+      const b = render(ev);
+      if (b) write(b);
+    } else if (pending.push(ev) > settings.maxPendingEvents) {
+      // Changes outran a client still reading its initial events: it starts over, as after any ended watch.
+      finish();
     }
   };
 
@@ -123,25 +142,27 @@ export function serveWatch(
   res.flushHeaders?.();
 
   const rv = opts.resourceVersion;
+  let replayFrom = 0;
   try {
     const fromNow = rv === '' || rv === '0';
     if (opts.sendInitialEvents ?? fromNow) {
       const snapRV = store.clock.current();
+      initialObjects = [];
       for (const o of inScope(store, store.snapshot(), opts, prefix, prefix).objects) {
-        if (!sel || sel(o)) write(enc.synthetic(o));
+        if (!sel || sel(o)) initialObjects.push(o);
       }
       lastRV = snapRV;
       // The closing bookmark goes only to clients that take bookmarks, as the apiserver does (sendInitialEvents
       // is also defaulted on for plain watches from "" or "0" since WatchList went beta).
       if (opts.sendInitialEvents && opts.allowWatchBookmarks) {
-        write(encodeWatchEvent('BOOKMARK', enc.bookmark(String(snapRV), { [INITIAL_EVENTS_END_ANNOTATION]: 'true' })));
+        closingBookmark = encodeWatchEvent('BOOKMARK', enc.bookmark(String(snapRV), { [INITIAL_EVENTS_END_ANNOTATION]: 'true' })).toString();
       }
     } else if (fromNow) {
       lastRV = store.clock.current();
     } else {
-      const from = Number(rv);
-      for (const ev of store.eventsSince(from)) deliver(ev);
-      lastRV = Math.max(lastRV, from);
+      replayFrom = Number(rv);
+      replay = [...store.eventsSince(replayFrom)];
+      lastRV = replayFrom;
     }
   } catch (e) {
     if (e instanceof ResourceVersionTooOld) {
@@ -153,20 +174,80 @@ export function serveWatch(
     return { stop: finish, done };
   }
   if (finished) return { stop: finish, done };
-  unsubscribe = store.subscribe(deliver);
-  live = true;
+  unsubscribe = store.subscribe(onEvent);
+  if (initialObjects === undefined && replay === undefined) {
+    live = true;
+  } else {
+    void sendBacklog().then(
+      () => {
+        if (!finished) live = true;
+      },
+      () => finish(),
+    );
+  }
 
   const timeout = Math.min(opts.timeoutSeconds ?? settings.maxTimeoutSeconds, settings.maxTimeoutSeconds);
   timers.push(setTimeout(finish, timeout * 1000));
   if (opts.allowWatchBookmarks && form.as !== 'table') {
     const tick = () => {
-      const current = Math.max(lastRV, store.clock.current());
-      write(encodeWatchEvent('BOOKMARK', enc.bookmark(String(current))));
+      // Not while the backlog is being written: a bookmark says "you have everything up to here".
+      if (live) write(encodeWatchEvent('BOOKMARK', enc.bookmark(String(Math.max(lastRV, store.clock.current())))));
       timers.push(setTimeout(tick, settings.bookmarkIntervalMs));
     };
     timers.push(setTimeout(tick, settings.bookmarkIntervalMs));
   }
   return { stop: finish, done };
+
+  async function sendBacklog(): Promise<void> {
+    let sliceStart = performance.now();
+    // Waits when the connection is full, and lets other responses have the loop every SLICE_MS.
+    const send = async (b: Buffer | string): Promise<void> => {
+      if (!res.write(b)) {
+        if (finished) return;
+        await drainedOrClosed(res);
+        sliceStart = performance.now();
+      } else if (performance.now() - sliceStart >= SLICE_MS) {
+        await nextTurn();
+        sliceStart = performance.now();
+      }
+    };
+    if (initialObjects) {
+      const objs = initialObjects;
+      initialObjects = undefined;
+      for (let i = 0; i < objs.length && !finished; i++) await send(enc.synthetic(objs[i]!));
+      if (closingBookmark !== undefined && !finished) await send(closingBookmark);
+    } else if (replay) {
+      const evs = replay;
+      replay = undefined;
+      for (let i = 0; i < evs.length && !finished; i++) {
+        const b = render(evs[i]!);
+        if (b) await send(b);
+      }
+      lastRV = Math.max(lastRV, replayFrom);
+    }
+    // Live events that came meanwhile, until none is left; going live then happens in the same turn.
+    while (pending.length > 0 && !finished) {
+      const evs = pending.splice(0, pending.length);
+      for (let i = 0; i < evs.length && !finished; i++) {
+        const b = render(evs[i]!);
+        if (b) await send(b);
+      }
+    }
+  }
+}
+
+/** The caller checks that the watch is not over first: an ended watch has had its 'close'. */
+function drainedOrClosed(res: ServerResponse): Promise<void> {
+  if (res.destroyed || res.writableEnded) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      res.off('close', done);
+      resolve();
+    };
+    res.on('drain', done);
+    res.on('close', done);
+  });
 }
 
 let flushes: Array<() => void> = [];

@@ -43,7 +43,7 @@ async function startWatch(cache: MergedCache, query: string, settings?: { maxBuf
   const res = new FakeResponse();
   const url = new URL(`https://gw.invalid/api/v1/namespaces/ns/pods?watch=1&resourceVersion=${cache.pods.clock.current()}${query}`);
   const ctx = { req: { headers: {} }, res, url, auditID: 'a', info: newRequestInfo('GET', url.pathname, url.searchParams), user: { username: 'u', groups: [] } } as unknown as RequestContext;
-  await serveCached(ctx, cache, { stale: () => [], watchSettings: settings && { bookmarkIntervalMs: 60_000, maxTimeoutSeconds: 60, ...settings } });
+  await serveCached(ctx, cache, { stale: () => [], watchSettings: settings && { bookmarkIntervalMs: 60_000, maxTimeoutSeconds: 60, maxPendingEvents: 100_000, ...settings } });
   return res;
 }
 

@@ -291,6 +291,9 @@ describe.skipIf(!requireGo())('the Helm chart', () => {
       expect(find(objs, 'Service', `${FULL}-cache`).spec.sessionAffinity).toBe('ClientIP');
       const probe = (d: string) => find(objs, 'Deployment', d).spec.template.spec.containers[0].readinessProbe.httpGet.path;
       expect([probe(FULL), probe(`${FULL}-cache`)]).toEqual(['/readyz', '/readyz']);
+      // node sizes its heap without regard to the container's limit: the chart sets it, per component.
+      const heap = (d: string) => find(objs, 'Deployment', d).spec.template.spec.containers[0].env.find((e: any) => e.name === 'NODE_OPTIONS')?.value;
+      expect([heap(FULL), heap(`${FULL}-cache`)]).toEqual(['--max-old-space-size=3072', '--max-old-space-size=6144']);
     });
 
     it('accepts every optional object: HPA, ServiceMonitor, NetworkPolicies', async () => {

@@ -10,6 +10,7 @@ import { groupVersion } from '../api/resource.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, tooLargeResourceVersionError } from '../api/resourceversion.js';
 import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
+import { untilDrainOrClose } from '../server/respond.js';
 import { candidatesFor } from './selectorindex.js';
 import { metadataOf, objectOf, ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
 
@@ -169,22 +170,10 @@ export async function writeList(res: ServerResponse, target: ListTarget, page: L
     buf += first ? item(o, now) : ',' + item(o, now);
     first = false;
     if (buf.length >= CHUNK_BYTES) {
-      if (!res.write(buf)) await drained(res);
+      if (!res.write(buf)) await untilDrainOrClose(res as unknown as Parameters<typeof untilDrainOrClose>[0]);
       buf = '';
       if (res.destroyed) return;
     }
   }
   res.end(buf + suffix);
-}
-
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
 }

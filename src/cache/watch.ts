@@ -12,7 +12,7 @@ import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
-import { nextTurn, SLICE_MS } from '../server/respond.js';
+import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
 import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject } from './store.js';
 
 export interface WatchSettings {
@@ -203,8 +203,9 @@ export function serveWatch(
     // Waits when the connection is full, and lets other responses have the loop every SLICE_MS.
     const send = async (b: Buffer | string): Promise<void> => {
       if (!res.write(b)) {
-        if (finished) return;
-        await drainedOrClosed(res);
+        // An ended watch has had its 'close' already: nothing would wake this wait.
+        if (finished || res.writableEnded) return;
+        await untilDrainOrClose(res as unknown as Parameters<typeof untilDrainOrClose>[0]);
         sliceStart = performance.now();
       } else if (performance.now() - sliceStart >= SLICE_MS) {
         await nextTurn();
@@ -236,19 +237,6 @@ export function serveWatch(
   }
 }
 
-/** The caller checks that the watch is not over first: an ended watch has had its 'close'. */
-function drainedOrClosed(res: ServerResponse): Promise<void> {
-  if (res.destroyed || res.writableEnded) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('drain', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('drain', done);
-    res.on('close', done);
-  });
-}
 
 let flushes: Array<() => void> = [];
 

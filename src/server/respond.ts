@@ -119,16 +119,22 @@ export function paced(body: StreamingBody): StreamingBody {
   };
 }
 
-function untilDrainOrClose(body: StreamingBody): Promise<void> {
+/** Resolves when the connection takes more ('drain') or is gone ('close'). */
+export function untilDrainOrClose(body: Pick<StreamingBody, 'on' | 'off' | 'destroyed'>): Promise<void> {
   if (body.destroyed) return Promise.resolve();
+  return firstOf(body, 'drain', 'close');
+}
+
+/** Resolves at the first of two events, removing both listeners. */
+function firstOf(emitter: Pick<StreamingBody, 'on' | 'off'>, a: string, b: string): Promise<void> {
   return new Promise((resolve) => {
     const done = () => {
-      body.off('drain', done);
-      body.off('close', done);
+      emitter.off(a, done);
+      emitter.off(b, done);
       resolve();
     };
-    body.on('drain', done);
-    body.on('close', done);
+    emitter.on(a, done);
+    emitter.on(b, done);
   });
 }
 
@@ -139,13 +145,5 @@ function untilDrainOrClose(body: StreamingBody): Promise<void> {
 export function responseDone(res: Response): Promise<void> {
   const r = res as ServerResponse & { stream?: { destroyed?: boolean } };
   if (r.writableFinished || r.destroyed || r.stream?.destroyed) return Promise.resolve();
-  return new Promise((resolve) => {
-    const done = () => {
-      res.off('finish', done);
-      res.off('close', done);
-      resolve();
-    };
-    res.on('finish', done);
-    res.on('close', done);
-  });
+  return firstOf(res as unknown as Pick<StreamingBody, 'on' | 'off'>, 'finish', 'close');
 }

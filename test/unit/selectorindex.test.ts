@@ -212,6 +212,12 @@ describe('a watch from now with a selector', () => {
       },
     });
     const w = serveWatch(res as unknown as ServerResponse, store, target(namespace), opts(query), { as: 'object' });
+    // The initial events leave with backpressure, over a few turns of the loop: wait until nothing more comes.
+    for (let quiet = 0; quiet < 3; ) {
+      const n = chunks.length;
+      await new Promise((r) => setImmediate(r));
+      quiet = chunks.length === n ? quiet + 1 : 0;
+    }
     w.stop();
     await w.done;
     return chunks.join('');

@@ -2,47 +2,13 @@
 // an older resourceVersion) can be a whole fleet, far beyond a slow watcher's allowance. It is written with
 // backpressure instead, complete and in order, and the live events that came meanwhile follow it.
 
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { MergedCache } from '../../src/cache/merged.js';
 import { serveCached } from '../../src/cache/serve.js';
 import { defaultWatchSettings } from '../../src/cache/watch.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
 import type { RequestContext } from '../../src/server/context.js';
-
-/** A connection that holds 4 KiB until the client reads. */
-class SlowResponse extends EventEmitter {
-  writes: string[] = [];
-  headersSent = false;
-  writableEnded = false;
-  destroyed = false;
-  writableLength = 0;
-  setHeader(): void {}
-  writeHead(): this {
-    this.headersSent = true;
-    return this;
-  }
-  flushHeaders(): void {}
-  write(chunk: Buffer | string): boolean {
-    this.writes.push(chunk.toString());
-    this.writableLength += chunk.length;
-    return this.writableLength < 4096;
-  }
-  end(chunk?: string): this {
-    if (chunk) this.writes.push(chunk);
-    this.writableEnded = true;
-    return this;
-  }
-  /** The client reads everything sent so far. */
-  read(): void {
-    if (this.writableLength === 0) return;
-    this.writableLength = 0;
-    this.emit('drain');
-  }
-  lines(): Array<{ type: string; object: any }> {
-    return this.writes.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  }
-}
+import { FakeResponse } from '../support/fakeresponse.js';
 
 let memberRV = 1;
 function pod(name: string, labels: Record<string, string> = {}): any {
@@ -51,7 +17,8 @@ function pod(name: string, labels: Record<string, string> = {}): any {
 const nextIteration = () => new Promise((r) => setImmediate(r));
 
 async function startWatch(cache: MergedCache, query: string, settings: Partial<typeof defaultWatchSettings>) {
-  const res = new SlowResponse();
+  // A connection that holds 4 KiB until the client reads.
+  const res = new FakeResponse(4096);
   const url = new URL(`https://gw.invalid/api/v1/namespaces/ns/pods?watch=1&${query}`);
   const ctx = { req: { headers: {} }, res, url, auditID: 'a', info: newRequestInfo('GET', url.pathname, url.searchParams), user: { username: 'u', groups: [] } } as unknown as RequestContext;
   await serveCached(ctx, cache, { stale: () => [], watchSettings: { ...defaultWatchSettings, ...settings } });
@@ -59,7 +26,7 @@ async function startWatch(cache: MergedCache, query: string, settings: Partial<t
 }
 
 /** The client reads until nothing more comes. */
-async function readAll(res: SlowResponse): Promise<void> {
+async function readAll(res: FakeResponse): Promise<void> {
   for (let quiet = 0; quiet < 5; ) {
     const before = res.writes.length;
     res.read();

@@ -2,37 +2,12 @@
 // a syscall, so a watcher that got several events while the loop was busy gets them in one. Nothing is held back
 // longer than the iteration, and a watch that ends still sends what it had queued.
 
-import { EventEmitter } from 'node:events';
 import { describe, expect, it } from 'vitest';
 import { MergedCache } from '../../src/cache/merged.js';
 import { serveCached } from '../../src/cache/serve.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
 import type { RequestContext } from '../../src/server/context.js';
-
-class FakeResponse extends EventEmitter {
-  writes: string[] = [];
-  headersSent = false;
-  writableEnded = false;
-  writableLength = 0;
-  setHeader(): void {}
-  writeHead(): this {
-    this.headersSent = true;
-    return this;
-  }
-  flushHeaders(): void {}
-  write(chunk: Buffer | string): boolean {
-    this.writes.push(chunk.toString());
-    return true;
-  }
-  end(chunk?: string): this {
-    if (chunk) this.writes.push(chunk);
-    this.writableEnded = true;
-    return this;
-  }
-  lines(): Array<{ type: string; object: any }> {
-    return this.writes.join('').split('\n').filter(Boolean).map((l) => JSON.parse(l));
-  }
-}
+import { FakeResponse } from '../support/fakeresponse.js';
 
 let memberRV = 1;
 function pod(name: string, labels: Record<string, string> = {}): any {

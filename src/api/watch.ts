@@ -20,8 +20,16 @@ const PREFIX: Record<WatchEventType, Buffer> = {
 const SUFFIX = Buffer.from('}\n');
 
 /** One frame. `objectJson` must be compact JSON (the encoder compacts embedded objects, dropping any newline). */
-export function encodeWatchEvent(type: WatchEventType, objectJson: string): Buffer {
+export function encodeWatchEvent(type: WatchEventType, objectJson: string | Buffer): Buffer {
   const prefix = PREFIX[type];
+  if (typeof objectJson !== 'string') {
+    // Stored bytes: copied as they are (serialized objects carry no trailing newline).
+    const out = Buffer.allocUnsafe(prefix.length + objectJson.length + SUFFIX.length);
+    prefix.copy(out, 0);
+    objectJson.copy(out, prefix.length);
+    SUFFIX.copy(out, prefix.length + objectJson.length);
+    return out;
+  }
   const body = objectJson.endsWith('\n') ? objectJson.slice(0, -1) : objectJson;
   const bodyLen = Buffer.byteLength(body);
   const out = Buffer.allocUnsafe(prefix.length + bodyLen + SUFFIX.length);

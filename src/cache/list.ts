@@ -12,7 +12,7 @@ import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
 import { untilDrainOrClose } from '../server/respond.js';
 import { candidatesFor } from './selectorindex.js';
-import { metadataOf, objectOf, ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
+import { jsonText, metadataOf, objectOf, ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
 
 /** The representation a client negotiated. */
 export type ResponseForm =
@@ -139,9 +139,28 @@ function listMetaJson(page: ListPage): string {
   return s + '}';
 }
 
-/** Writes a list page in the negotiated form, in chunks of about 64 KiB. */
+/**
+ * A cached object's Table row. The row needs the object parsed; includeObject=Object embeds the stored JSON as it
+ * is, the other forms need none of it.
+ */
+export function tableRowOf(p: Printer, o: StoredObject, include: IncludeObject, now: number): string {
+  return tableRowJson(p, objectOf(o), include === 'Object' ? jsonText(o) : '', include, now);
+}
+
+const COMMA = Buffer.from(',');
+
+/**
+ * Writes a list page in the negotiated form, in chunks of about 64 KiB. Object lists are assembled from the stored
+ * bytes (copied, never encoded again); Tables and metadata lists are built as text, since each item is made anew.
+ */
 export async function writeList(res: ServerResponse, target: ListTarget, page: ListPage, form: ResponseForm, headers?: Record<string, string>): Promise<void> {
   const d = target.desc;
+  res.writeHead(200, { 'Content-Type': 'application/json', ...headers });
+  if (form.as === 'object') {
+    const prefix = `{"kind":"${d.listKind}","apiVersion":"${groupVersion(d)}","metadata":${listMetaJson(page)},"items":[`;
+    await writeBytesList(res, Buffer.from(prefix), page.items, Buffer.from(']}'));
+    return;
+  }
   let prefix: string;
   let suffix: string;
   let item: (o: StoredObject, now: number) => string;
@@ -152,17 +171,12 @@ export async function writeList(res: ServerResponse, target: ListTarget, page: L
       remainingItemCount: page.remainingItemCount,
     }));
     const include = form.include;
-    item = (o, now) => tableRowJson(target.printer, objectOf(o), o.json, include, now);
-  } else if (form.as === 'metadata') {
+    item = (o, now) => tableRowOf(target.printer, o, include, now);
+  } else {
     prefix = `{"kind":"PartialObjectMetadataList","apiVersion":"meta.k8s.io/v1","metadata":${listMetaJson(page)},"items":[`;
     suffix = ']}';
     item = (o) => partialObjectMetadataJson({ metadata: metadataOf(o) });
-  } else {
-    prefix = `{"kind":"${d.listKind}","apiVersion":"${groupVersion(d)}","metadata":${listMetaJson(page)},"items":[`;
-    suffix = ']}';
-    item = (o) => o.json;
   }
-  res.writeHead(200, { 'Content-Type': 'application/json', ...headers });
   const now = Date.now();
   let buf = prefix;
   let first = true;
@@ -176,4 +190,29 @@ export async function writeList(res: ServerResponse, target: ListTarget, page: L
     }
   }
   res.end(buf + suffix);
+}
+
+/** prefix, the items' stored bytes separated by commas, suffix: one copy of each object into ~64 KiB chunks. */
+async function writeBytesList(res: ServerResponse, prefix: Buffer, items: Iterable<StoredObject>, suffix: Buffer): Promise<void> {
+  let parts: Buffer[] = [prefix];
+  let size = prefix.length;
+  let first = true;
+  for (const o of items) {
+    if (!first) {
+      parts.push(COMMA);
+      size++;
+    }
+    first = false;
+    parts.push(o.json);
+    size += o.json.length;
+    if (size >= CHUNK_BYTES) {
+      const ok = res.write(Buffer.concat(parts, size));
+      parts = [];
+      size = 0;
+      if (!ok) await untilDrainOrClose(res as unknown as Parameters<typeof untilDrainOrClose>[0]);
+      if (res.destroyed) return;
+    }
+  }
+  parts.push(suffix);
+  res.end(Buffer.concat(parts, size + suffix.length));
 }

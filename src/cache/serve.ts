@@ -10,14 +10,14 @@ import { printerFor, withClusterColumn, type Printer } from '../api/printers/ind
 import type { ResourceDescriptor } from '../api/resource.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, parseResourceVersion } from '../api/resourceversion.js';
 import { newNotAcceptable, newNotFound, newResourceExpired, newResourceNotFound, StatusError } from '../api/status.js';
-import { parseAcceptForTable, parseIncludeObject, partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
+import { parseAcceptForTable, parseIncludeObject, partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { errorEventFromStatus } from '../api/watch.js';
 import type { RequestInfo } from '../request/requestinfo.js';
 import type { RequestContext, Response } from '../server/context.js';
 import { paced, responseDone, type StreamingBody } from '../server/respond.js';
-import { listPage, writeList, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
+import { listPage, tableRowOf, writeList, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { CLUSTER_LABEL, clusterOf, newAmbiguousError, type CachedResource, type MergedCache } from './merged.js';
-import { metadataOf, objectOf, type Store, type StoredObject } from './store.js';
+import { metadataOf, type Store, type StoredObject } from './store.js';
 import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from './watch.js';
 
 /** Which member clusters a caller may read; undefined means all (src/authz/cachedreads.ts decides). */
@@ -133,20 +133,21 @@ async function serveGet(ctx: RequestContext, cache: MergedCache, v: CachedView, 
   let o: StoredObject | undefined = owners[0]!.stored;
   if (v === EVENTS_V1) o = cache.eventsV1.get(o.key);
   if (!o) throw newNotFound(v.desc, name);
-  let body: string;
+  let body: string | Buffer;
   if (form.as === 'table') {
     const { prefix, suffix } = tableHeadJson(v.printer, { resourceVersion: String(o.rv) });
-    body = prefix + tableRowJson(v.printer, objectOf(o), o.json, form.include, Date.now()) + suffix;
+    body = prefix + tableRowOf(v.printer, o, form.include, Date.now()) + suffix + '\n';
   } else if (form.as === 'metadata') {
-    body = partialObjectMetadataJson({ metadata: metadataOf(o) });
+    body = partialObjectMetadataJson({ metadata: metadataOf(o) }) + '\n';
   } else {
-    body = o.json;
+    body = Buffer.concat([o.json, NEWLINE]);
   }
   const out = responseFor(ctx);
   out.writeHead(200, OK_HEADERS);
-  out.end(body + '\n');
+  out.end(body);
 }
 
+const NEWLINE = Buffer.from('\n');
 const OK_HEADERS = { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' };
 
 async function serveList(ctx: RequestContext, cache: MergedCache, v: CachedView, lo: ListOptions, form: ResponseForm, filter?: ObjectFilter): Promise<void> {
@@ -228,7 +229,7 @@ function responseFor(ctx: RequestContext): BodyWriter {
 class DeferredGzip implements BodyWriter {
   private code = 200;
   private headers: Record<string, string> = {};
-  private pending: string[] = [];
+  private pending: Array<string | Buffer> = [];
   private size = 0;
   private gz?: Gzip;
 
@@ -243,7 +244,7 @@ class DeferredGzip implements BodyWriter {
     this.headers = headers;
   }
 
-  write(chunk: string): boolean {
+  write(chunk: string | Buffer): boolean {
     if (this.gz) return this.gz.write(chunk);
     this.pending.push(chunk);
     this.size += Buffer.byteLength(chunk);
@@ -251,7 +252,7 @@ class DeferredGzip implements BodyWriter {
     return true;
   }
 
-  end(chunk?: string): void {
+  end(chunk?: string | Buffer): void {
     if (!this.gz && chunk) {
       this.pending.push(chunk);
       this.size += Buffer.byteLength(chunk);
@@ -263,7 +264,7 @@ class DeferredGzip implements BodyWriter {
       return;
     }
     (this.res as ServerResponse).writeHead(this.code, this.headers);
-    this.res.end(this.pending.join(''));
+    this.res.end(Buffer.concat(this.pending.map((p) => (typeof p === 'string' ? Buffer.from(p) : p))));
   }
 
   on(event: string, fn: () => void): this {

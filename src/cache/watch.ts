@@ -9,9 +9,9 @@ import type { ListOptions } from '../api/listoptions.js';
 import { groupVersion } from '../api/resource.js';
 import { tooOldResourceVersionError } from '../api/resourceversion.js';
 import { toStatus } from '../api/status.js';
-import { partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../api/table.js';
+import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
-import { inScope, matcher, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
+import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
 import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject } from './store.js';
 
@@ -277,7 +277,7 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
     let headerSent = false;
     const table = (obj: StoredObject, headers: boolean): string => {
       const { prefix, suffix } = tableHeadJson(target.printer, { resourceVersion: String(obj.rv) }, !headers);
-      return prefix + tableRowJson(target.printer, objectOf(obj), obj.json, form.include, Date.now()) + suffix;
+      return prefix + tableRowOf(target.printer, obj, form.include, Date.now()) + suffix;
     };
     return {
       event(ev, type, leftSelection) {
@@ -296,7 +296,7 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
       bookmark,
     };
   }
-  const body = form.as === 'metadata' ? (o: StoredObject) => partialObjectMetadataJson({ metadata: metadataOf(o) }) : (o: StoredObject) => o.json;
+  const body = form.as === 'metadata' ? (o: StoredObject): string | Buffer => partialObjectMetadataJson({ metadata: metadataOf(o) }) : (o: StoredObject): string | Buffer => o.json;
   return {
     event(ev, type, leftSelection) {
       return cached(ev, `${form.as}:${type}:${leftSelection}`, () => encodeWatchEvent(type, body(stateOf(ev, leftSelection))));

@@ -65,8 +65,8 @@ export function nextTurn(): Promise<void> {
 /** What a list writer needs of a response (a ServerResponse, an Http2ServerResponse, or a gzip in front of one). */
 export interface StreamingBody {
   writeHead(code: number, headers: Record<string, string>): unknown;
-  write(chunk: string): boolean;
-  end(chunk?: string): unknown;
+  write(chunk: string | Buffer): boolean;
+  end(chunk?: string | Buffer): unknown;
   on(event: string, fn: () => void): unknown;
   off(event: string, fn: () => void): unknown;
   readonly destroyed?: boolean;

@@ -23,9 +23,9 @@ import {
   toStatus,
   type Status,
 } from '../../src/api/status.js';
-import { parseAcceptForTable, partialObjectMetadataJson, tableHeadJson, tableRowJson } from '../../src/api/table.js';
+import { parseAcceptForTable, partialObjectMetadataJson, tableHeadJson } from '../../src/api/table.js';
 import type { Attributes, UserInfo } from '../../src/api/user.js';
-import { listPage, writeList, type ListTarget, type ResponseForm } from '../../src/cache/list.js';
+import { listPage, tableRowOf, writeList, type ListTarget, type ResponseForm } from '../../src/cache/list.js';
 import { metadataOf, objectOf, type StoredObject } from '../../src/cache/store.js';
 import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from '../../src/cache/watch.js';
 import { attributesOf } from '../../src/authz/cachedreads.js';
@@ -483,7 +483,7 @@ function negotiate(req: IncomingMessage, q: URLSearchParams): ResponseForm {
 
 // ---- responses ----
 
-function writeJson(res: ServerResponse, code: number, body: string): void {
+function writeJson(res: ServerResponse, code: number, body: string | Buffer): void {
   res.writeHead(code, { 'Content-Type': JSON_TYPE });
   res.end(body);
 }
@@ -503,7 +503,7 @@ function writeObject(req: IncomingMessage, res: ServerResponse, r: SimResource, 
   const form = negotiate(req, q);
   if (form.as === 'table') {
     const { prefix, suffix } = tableHeadJson(r.printer, { resourceVersion: String(o.rv) });
-    return writeJson(res, code, prefix + tableRowJson(r.printer, objectOf(o), o.json, form.include, Date.now()) + suffix);
+    return writeJson(res, code, prefix + tableRowOf(r.printer, o, form.include, Date.now()) + suffix);
   }
   if (form.as === 'metadata') return writeJson(res, code, partialObjectMetadataJson({ metadata: metadataOf(o) }));
   writeJson(res, code, o.json);

@@ -61,7 +61,7 @@ describe('Store', () => {
     const x = a.put(pod('ns', 'web-1'));
     const y = b.put(pod('ns', 'web-2'));
     expect([x.rv, y.rv]).toEqual([101, 102]);
-    expect(JSON.parse(x.json).metadata.resourceVersion).toBe('101');
+    expect(JSON.parse(x.json.toString()).metadata.resourceVersion).toBe('101');
     expect(x.labels).toEqual({ app: 'web' });
   });
 
@@ -135,7 +135,7 @@ describe('stored objects are kept serialized only', () => {
     const s = new Store({ clock: newRvClock() });
     const before = s.put(pod('ns', 'a', { spec: { x: 1 } }));
     const last = s.remove('ns/a')!;
-    expect(JSON.parse(last.json)).toEqual({ ...JSON.parse(before.json), metadata: { ...JSON.parse(before.json).metadata, resourceVersion: String(last.rv) } });
+    expect(JSON.parse(last.json.toString())).toEqual({ ...JSON.parse(before.json.toString()), metadata: { ...JSON.parse(before.json.toString()).metadata, resourceVersion: String(last.rv) } });
     expect(objectOf(before).metadata.resourceVersion).toBe(String(before.rv));
   });
 

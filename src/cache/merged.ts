@@ -11,10 +11,17 @@ import { coreToEventsV1 } from '../api/eventconv.js';
 import { eventFields, podFields } from '../api/fields.js';
 import type { KubeObject } from '../api/meta.js';
 import { goQuote, StatusError } from '../api/status.js';
-import type { ReflectorSink } from './reflector.js';
+import type { ListIntake, ReflectorSink } from './reflector.js';
 import { Store, type RvClock, type StoredObject } from './store.js';
 
-export type { ReflectorSink };
+export type { ListIntake, ReflectorSink };
+
+/** A member's sink: lists page by page for its reflector, and whole (replace) for callers that have them whole. */
+export interface MemberSink extends ReflectorSink {
+  startList(): ListIntake;
+  replace(objects: KubeObject[], listRV: string): void;
+  progress(rv: string): void;
+}
 
 export const CLUSTER_LABEL = 'fleetgate.io/cluster';
 
@@ -80,23 +87,46 @@ export class MergedCache {
 
   /**
    * The sink a member's reflector for `resource` writes to; objects handed to it become the cache's. A sink of a
-   * removed member ignores everything.
+   * removed member ignores everything, a list under way included.
+   *
+   * A list's pages are stored as they come (open watches see each object's newer version, or nothing when the
+   * member's version is the one cached); what the member no longer has is deleted only when the list ends
+   * complete, and lastMemberRV moves only then.
    */
-  sink(cluster: string, resource: CachedResource): ReflectorSink {
+  sink(cluster: string, resource: CachedResource): MemberSink {
     const state = this.memberState(cluster);
     const memberRVs = state.memberRVs[resource];
+    const startList = (): ListIntake => {
+      // The keys this list has named; the store's own strings, so the set costs a slot per key.
+      let seen: Set<string> | undefined = new Set<string>();
+      return {
+        add: (objects) => {
+          if (state.removed || !seen) return;
+          for (const obj of objects) {
+            const key = this.upsert(cluster, resource, memberRVs, obj);
+            if (key !== undefined) seen.add(key);
+          }
+        },
+        end: (listRV) => {
+          const named = seen;
+          seen = undefined;
+          if (state.removed || !named) return;
+          for (const key of memberRVs.keys()) {
+            if (!named.has(key)) this.removeKey(resource, memberRVs, key);
+          }
+          state.lastSeen[resource] = listRV;
+        },
+        abort: () => {
+          seen = undefined;
+        },
+      };
+    };
     return {
+      startList,
       replace: (objects, listRV) => {
-        if (state.removed) return;
-        const seen = new Set<string>();
-        for (const obj of objects) {
-          const key = this.upsert(cluster, resource, memberRVs, obj);
-          if (key !== undefined) seen.add(key);
-        }
-        for (const key of memberRVs.keys()) {
-          if (!seen.has(key)) this.removeKey(resource, memberRVs, key);
-        }
-        state.lastSeen[resource] = listRV;
+        const intake = startList();
+        intake.add(objects);
+        intake.end(listRV);
       },
       apply: (type, obj) => {
         if (state.removed) return;

@@ -3,6 +3,11 @@
 // hand the sink the complete new state so it can emit the difference. Every change reaches the sink exactly
 // once: a resumed watch replays only what came after the last version the sink saw, and a relist replaces
 // rather than adds.
+//
+// A list reaches the sink page by page as the pages arrive, not as one array at its end: a member's list is
+// gigabytes parsed, and objects held until the last page outlive young-generation collections, get promoted and
+// then make old-space garbage. Only a complete list removes what the member no longer has, and only a complete
+// list makes the reflector synced and gives it a resourceVersion.
 
 import { StringDecoder } from 'node:string_decoder';
 import type { Readable } from 'node:stream';
@@ -16,12 +21,43 @@ import { errorText } from '../upstream/errors.js';
 import { upstreamPath } from '../upstream/forward.js';
 import { backoff as newBackoff, sleep, type Backoff, type RateLimiter } from './ratelimit.js';
 
+/**
+ * Where a reflector delivers. A sink takes lists either as they arrive (startList) or whole (replace): one of the
+ * two is required, and startList is used when both are there.
+ */
 export interface ReflectorSink {
-  /** After a (re)list: the complete set of the member's objects; the sink emits the difference. */
-  replace(objects: KubeObject[], listRV: string): void;
+  /**
+   * A (re)list begins. Its objects follow page by page; it then ends complete or is abandoned. At most one list of
+   * a reflector is open at a time, and no apply or progress comes while one is.
+   */
+  startList?(): ListIntake;
+  /**
+   * After a complete (re)list: the whole set of the member's objects; the sink emits the difference. For small
+   * sinks only: the reflector holds the whole list until its end to call it.
+   */
+  replace?(objects: KubeObject[], listRV: string): void;
   apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): void;
   /** A bookmark: progress without a change. */
   progress?(rv: string): void;
+}
+
+/** One list on its way into a sink. */
+export interface ListIntake {
+  /**
+   * The next objects of the list, which the sink may make its own at once. Each is the object as of the list's
+   * snapshot, which is no older than anything the sink has seen from this reflector, so taking it replaces the
+   * sink's version with a newer (or the same) one: watchers of the sink may see objects move forward while a
+   * relist is under way, but never back.
+   */
+  add(objects: KubeObject[]): void;
+  /** The list is complete at listRV: what the sink holds that no page named is gone. */
+  end(listRV: string): void;
+  /**
+   * The list will not complete (a continue token expired and the list starts over, an error, stop, a sink that
+   * threw): what was added stays, nothing is removed, and the sink's resourceVersion stays what it was. A list
+   * started over is a new startList, with nothing seen yet.
+   */
+  abort(): void;
 }
 
 export interface ReflectorStats {
@@ -109,11 +145,26 @@ export function startReflector(o: ReflectorOptions): Reflector {
   const ac = new AbortController();
   const signal = ac.signal;
   const sep = o.path.includes('?') ? '&' : '?';
+  if (!o.sink.startList && !o.sink.replace) throw new Error('reflector sink takes no lists: it needs startList or replace');
   // Sink calls are wrapped so their failures are told apart from the stream's.
-  const sink: ReflectorSink = {
-    replace: (objects, listRV) => guard(() => o.sink.replace(objects, listRV)),
-    apply: (type, obj) => guard(() => o.sink.apply(type, obj)),
-    progress: o.sink.progress ? (v) => guard(() => o.sink.progress!(v)) : undefined,
+  const sink = {
+    /** A list into the sink; abort never throws (it runs on the way out of a failure: a second one would hide the first). */
+    startList: (): ListIntake => {
+      const intake = guarded(() => (o.sink.startList ? o.sink.startList() : wholeList(o.sink)));
+      return {
+        add: (objects) => guard(() => intake.add(objects)),
+        end: (listRV) => guard(() => intake.end(listRV)),
+        abort: () => {
+          try {
+            intake.abort();
+          } catch (e) {
+            log.error({ err: errorText(e) }, 'abandoning a list in the sink failed');
+          }
+        },
+      };
+    },
+    apply: (type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject) => guard(() => o.sink.apply(type, obj)),
+    progress: o.sink.progress ? (v: string) => guard(() => o.sink.progress!(v)) : undefined,
   };
 
   const stats: ReflectorStats = { lists: 0, relists: 0, watchRestarts: 0, events: 0 };
@@ -147,8 +198,8 @@ export function startReflector(o: ReflectorOptions): Reflector {
     staleSince = undefined;
     changed();
   };
-  const replaced = (objects: KubeObject[], listRV: string) => {
-    sink.replace(objects, listRV);
+  /** A list has ended complete in the sink. */
+  const listed = (objects: number, listRV: string) => {
     rv = listRV;
     rvFromList = true;
     lastSyncedAt = Date.now();
@@ -159,7 +210,7 @@ export function startReflector(o: ReflectorOptions): Reflector {
     bo.reset();
     if (first) changed();
     healthy();
-    log.info({ objects: objects.length, resourceVersion: listRV, relist: !first }, first ? 'cache synced' : 'cache relisted');
+    log.info({ objects, resourceVersion: listRV, relist: !first }, first ? 'cache synced' : 'cache relisted');
   };
 
   async function get(query: string, gzip: boolean): Promise<Dispatcher.ResponseData> {
@@ -172,44 +223,62 @@ export function startReflector(o: ReflectorOptions): Reflector {
     return up.dispatcher.request({ method: 'GET', path: upstreamPath(up, o.path + sep + query), headers, signal });
   }
 
-  /** A paged list from a consistent snapshot, restarted from scratch when a continue token expires. */
+  /**
+   * A paged list from a consistent snapshot, each page into the sink as it arrives; restarted from scratch when a
+   * continue token expires.
+   */
   async function list(): Promise<void> {
     let restarts = 0;
     for (;;) {
-      const items: KubeObject[] = [];
-      let cont = '';
-      let listRV = '';
-      let expired = false;
-      do {
-        const q = `limit=${pageSize}` + (cont ? `&continue=${encodeURIComponent(cont)}` : '');
-        const r = await get(q, true);
-        if (r.statusCode !== 200) {
-          const f = await failureOf(r, 'list');
-          if (f.code === 410 && cont && restarts < MAX_LIST_RESTARTS) {
-            expired = true;
-            break;
+      // Begun in the sink with the first page: a list refused outright leaves no trace there.
+      let intake: ListIntake | undefined;
+      let complete = false;
+      try {
+        let cont = '';
+        let listRV = '';
+        let count = 0;
+        let expired = false;
+        do {
+          const q = `limit=${pageSize}` + (cont ? `&continue=${encodeURIComponent(cont)}` : '');
+          const r = await get(q, true);
+          if (r.statusCode !== 200) {
+            const f = await failureOf(r, 'list');
+            if (f.code === 410 && cont && restarts < MAX_LIST_RESTARTS) {
+              expired = true;
+              break;
+            }
+            throw f;
           }
-          throw f;
+          const body = JSON.parse(await readText(r)) as { kind?: string; apiVersion?: string; metadata?: { resourceVersion?: string; continue?: string }; items?: KubeObject[] };
+          // Stopped while the page was read: nothing more reaches the sink.
+          signal.throwIfAborted();
+          const items = body.items ?? [];
+          // List items of built-in kinds come without kind and apiVersion; served objects need them.
+          const kind = body.kind?.endsWith('List') ? body.kind.slice(0, -4) : undefined;
+          for (const it of items) {
+            if (kind && !it.kind) it.kind = kind;
+            if (body.apiVersion && !it.apiVersion) it.apiVersion = body.apiVersion;
+          }
+          intake ??= sink.startList();
+          intake.add(items);
+          count += items.length;
+          listRV = body.metadata?.resourceVersion ?? '';
+          cont = body.metadata?.continue ?? '';
+        } while (cont);
+        if (expired) {
+          restarts++;
+          log.info({ restarts }, 'list continue token expired; listing again from the start');
+          continue;
         }
-        const body = JSON.parse(await readText(r)) as { kind?: string; apiVersion?: string; metadata?: { resourceVersion?: string; continue?: string }; items?: KubeObject[] };
-        // List items of built-in kinds come without kind and apiVersion; served objects need them.
-        const kind = body.kind?.endsWith('List') ? body.kind.slice(0, -4) : undefined;
-        for (const it of body.items ?? []) {
-          if (kind && !it.kind) it.kind = kind;
-          if (body.apiVersion && !it.apiVersion) it.apiVersion = body.apiVersion;
-          items.push(it);
-        }
-        listRV = body.metadata?.resourceVersion ?? '';
-        cont = body.metadata?.continue ?? '';
-      } while (cont);
-      if (expired) {
-        restarts++;
-        log.info({ restarts }, 'list continue token expired; listing again from the start');
-        continue;
+        if (!listRV || !intake) throw new RequestFailure('list: the answer carries no resourceVersion', 0, '');
+        // Ended, even if end throws: a list is ended or abandoned, not both.
+        complete = true;
+        intake.end(listRV);
+        listed(count, listRV);
+        return;
+      } finally {
+        if (!complete) intake?.abort();
       }
-      if (!listRV) throw new RequestFailure('list: the answer carries no resourceVersion', 0, '');
-      replaced(items, listRV);
-      return;
     }
   }
 
@@ -246,7 +315,18 @@ export function startReflector(o: ReflectorOptions): Reflector {
       healthy();
       deadline.signal.addEventListener('abort', () => r.body.destroy(), { once: true });
 
-      let pending: KubeObject[] | undefined = initial ? [] : undefined;
+      // The streaming list's initial events go to the sink in batches of a page, ended by the closing bookmark; the
+      // list begins in the sink with its first batch.
+      let listing = initial;
+      let intake: ListIntake | undefined;
+      let batch: KubeObject[] = [];
+      let initialCount = 0;
+      const flush = () => {
+        if (batch.length === 0) return;
+        intake ??= sink.startList();
+        intake.add(batch);
+        batch = [];
+      };
       let outcome: WatchEnd | undefined;
       const onEvent = (ev: { type?: string; object?: KubeObject }): boolean => {
         received++;
@@ -256,18 +336,21 @@ export function startReflector(o: ReflectorOptions): Reflector {
           const s = obj as unknown as { code?: number; message?: string; reason?: string };
           const message = `watch: ${s?.message ?? 'error event'}`;
           if (s?.code === 410) outcome = { kind: 'relist', quick: received === 1 && Date.now() - started < SHORT_WATCH_MS };
-          else if (pending) outcome = { kind: 'noWatchList', error: message };
+          else if (listing) outcome = { kind: 'noWatchList', error: message };
           else outcome = { kind: 'relist', error: message };
           return false;
         }
         const v = obj?.metadata?.resourceVersion;
         if (type === 'BOOKMARK') {
           if (!v) return true;
-          if (pending) {
+          if (listing) {
             if (obj.metadata.annotations?.[INITIAL_EVENTS_END_ANNOTATION] === 'true') {
-              const all = pending;
-              pending = undefined;
-              replaced(all, v);
+              flush();
+              const ending = intake ?? sink.startList();
+              listing = false;
+              intake = undefined;
+              ending.end(v);
+              listed(initialCount, v);
             }
             return true;
           }
@@ -283,11 +366,16 @@ export function startReflector(o: ReflectorOptions): Reflector {
           return true;
         }
         if (!obj?.metadata) return true;
-        if (pending) {
-          // Initial events are the state, not changes: they reach the sink as one replace at the closing bookmark.
-          if (type === 'ADDED') pending.push(obj);
-          else outcome = { kind: 'noWatchList', error: `watch: ${type} event before the initial events ended` };
-          return type === 'ADDED';
+        if (listing) {
+          // Initial events are the state, not changes: they reach the sink as a list, ended by the closing bookmark.
+          if (type !== 'ADDED') {
+            outcome = { kind: 'noWatchList', error: `watch: ${type} event before the initial events ended` };
+            return false;
+          }
+          batch.push(obj);
+          initialCount++;
+          if (batch.length >= pageSize) flush();
+          return true;
         }
         sink.apply(type, obj);
         if (v) rv = v;
@@ -303,12 +391,18 @@ export function startReflector(o: ReflectorOptions): Reflector {
         if (signal.aborted) throw e;
         if (e instanceof SinkError) throw e;
         log.debug({ err: errorText(e) }, 'watch stream broken');
+      } finally {
+        // Cut before the closing bookmark (or stopped, refused, the sink failed): what reached the sink stays, and
+        // nothing is removed. The last batch is dropped with it: nothing more is added to a list given up.
+        if (listing) {
+          listing = false;
+          intake?.abort();
+          intake = undefined;
+          batch = [];
+          if (!outcome && !signal.aborted) outcome = { kind: 'retry', error: 'watch: the stream ended before its initial events did', retryAfterMs: 0, incomplete: true };
+        }
       }
       if (outcome) return outcome;
-      if (pending) {
-        // The stream ended before the initial state was complete: nothing of it reached the sink.
-        return { kind: 'retry', error: 'watch: the stream ended before its initial events did', retryAfterMs: 0, incomplete: true };
-      }
       if (received === 0 && Date.now() - started < SHORT_WATCH_MS) {
         return { kind: 'retry', error: 'watch: very short watch: it ended at once without any event', retryAfterMs: 0 };
       }
@@ -443,6 +537,28 @@ function guard(f: () => void): void {
   } catch (e) {
     throw new SinkError(e);
   }
+}
+
+function guarded<T>(f: () => T): T {
+  try {
+    return f();
+  } catch (e) {
+    throw new SinkError(e);
+  }
+}
+
+/** A list gathered whole for a sink that takes it whole (ReflectorSink.replace). */
+function wholeList(s: ReflectorSink): ListIntake {
+  let all: KubeObject[] = [];
+  return {
+    add: (objects) => {
+      for (const obj of objects) all.push(obj);
+    },
+    end: (listRV) => s.replace!(all, listRV),
+    abort: () => {
+      all = [];
+    },
+  };
 }
 
 function bodyStream(r: Dispatcher.ResponseData): Readable {

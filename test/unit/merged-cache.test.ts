@@ -52,7 +52,7 @@ describe('MergedCache ingest', () => {
     expect(o.cluster).toBe('member-a');
     expect(o.memberRV).toBe('17');
     expect(o.stored.rv).toBe(BASE + 1);
-    const served = JSON.parse(o.stored.json);
+    const served = JSON.parse(o.stored.json.toString());
     expect(served.metadata.resourceVersion).toBe(String(BASE + 1));
     expect(served.metadata.labels).toEqual({ app: 'web', [CLUSTER_LABEL]: 'member-a' });
     expect(served.metadata).not.toHaveProperty('managedFields');
@@ -63,7 +63,7 @@ describe('MergedCache ingest', () => {
   it('keeps managedFields when asked to', () => {
     const cache = new MergedCache({ instanceID: 'x', windowSize: 10, dropManagedFields: false, rvBase: BASE });
     cache.sink('a', 'pods').apply('ADDED', pod('ns', 'web', '1'));
-    expect(JSON.parse(cache.owners('pods', 'ns', 'web')[0].stored.json).metadata.managedFields).toEqual([{ manager: 'kubectl' }]);
+    expect(JSON.parse(cache.owners('pods', 'ns', 'web')[0].stored.json.toString()).metadata.managedFields).toEqual([{ manager: 'kubectl' }]);
   });
 
   it('holds one name once per cluster, listed in namespace/name then cluster order', () => {
@@ -109,7 +109,7 @@ describe('MergedCache ingest', () => {
     const core = cache.events.get('ns/web.1\u0000m')!;
     const ev1 = cache.eventsV1.get('ns/web.1\u0000m')!;
     expect(ev1.rv).toBe(core.rv);
-    const obj = JSON.parse(ev1.json);
+    const obj = JSON.parse(ev1.json.toString());
     expect(obj).toMatchObject({ apiVersion: 'events.k8s.io/v1', note: 'Started container', regarding: { name: 'web' }, deprecatedCount: 1 });
     expect(obj.metadata.labels[CLUSTER_LABEL]).toBe('m');
     expect(ev1.fields['involvedObject.name']).toBe('web');
@@ -135,6 +135,77 @@ describe('MergedCache ingest', () => {
     // Added again (a Karmada Cluster recreated): a new sink works.
     cache.sink('a', 'pods').apply('ADDED', pod('ns', 'z', '3'));
     expect(cache.owners('pods', 'ns', 'z').map((o) => o.cluster)).toEqual(['a']);
+  });
+});
+
+describe('MergedCache lists page by page', () => {
+  const keys = (cache: MergedCache) => [...cache.pods.values()].map((o) => o.key.replace('\u0000', '@'));
+
+  it('stores each page as it comes and deletes what the list did not name only when it ends complete', () => {
+    const cache = newCache();
+    const sink = cache.sink('m', 'pods');
+    sink.replace([pod('ns', 'keep', '1'), pod('ns', 'change', '2'), pod('ns', 'gone', '3')], '3');
+    const rec = record(cache);
+    const list = sink.startList();
+    list.add([pod('ns', 'change', '7')]);
+    list.add([pod('ns', 'keep', '1'), pod('ns', 'new', '8')]);
+    // Mid-list: newer versions are in, nothing is deleted yet, the member's version is still the last list's.
+    expect(rec.summary()).toEqual([`MODIFIED ns/change@m ${BASE + 4}`, `ADDED ns/new@m ${BASE + 5}`]);
+    expect(keys(cache)).toEqual(['ns/change@m', 'ns/gone@m', 'ns/keep@m', 'ns/new@m']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('3');
+    list.end('9');
+    expect(rec.summary().slice(2)).toEqual([`DELETED ns/gone@m ${BASE + 6}`]);
+    expect(keys(cache)).toEqual(['ns/change@m', 'ns/keep@m', 'ns/new@m']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('9');
+    expect(cache.objectCounts('m').pods).toBe(3);
+  });
+
+  it('an abandoned list keeps what it stored and deletes nothing; the next list starts with nothing seen', () => {
+    const cache = newCache();
+    const sink = cache.sink('m', 'pods');
+    sink.replace([pod('ns', 'a', '1'), pod('ns', 'b', '2')], '2');
+    const rec = record(cache);
+    const first = sink.startList();
+    first.add([pod('ns', 'a', '5'), pod('ns', 'c', '6')]);
+    first.abort();
+    // Nothing more from an abandoned list.
+    first.add([pod('ns', 'd', '7')]);
+    first.end('99');
+    expect(keys(cache)).toEqual(['ns/a@m', 'ns/b@m', 'ns/c@m']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('2');
+    // Started over: c, seen by the abandoned attempt, is gone by now; a is still there (same version: no event).
+    const second = sink.startList();
+    second.add([pod('ns', 'a', '5'), pod('ns', 'b', '2')]);
+    second.end('10');
+    expect(rec.summary()).toEqual([`MODIFIED ns/a@m ${BASE + 3}`, `ADDED ns/c@m ${BASE + 4}`, `DELETED ns/c@m ${BASE + 5}`]);
+    expect(keys(cache)).toEqual(['ns/a@m', 'ns/b@m']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('10');
+  });
+
+  it('a member removed mid-list leaves nothing behind, and the rest of its list does not touch the member added again', async () => {
+    const cache = newCache();
+    const list = cache.sink('m', 'pods').startList();
+    list.add([pod('ns', 'a', '1'), pod('ns', 'b', '2')]);
+    await cache.removeCluster('m');
+    list.add([pod('ns', 'c', '3')]);
+    expect(keys(cache)).toEqual([]);
+    // The member comes back (a new sink) before the old list has ended: the old list's end deletes nothing of it.
+    cache.sink('m', 'pods').replace([pod('ns', 'x', '9')], '9');
+    list.end('3');
+    expect(keys(cache)).toEqual(['ns/x@m']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('9');
+  });
+
+  it('events lists page by page too, with their events.k8s.io/v1 views', () => {
+    const cache = newCache();
+    const sink = cache.sink('m', 'events');
+    sink.replace([event('ns', 'e1', '1'), event('ns', 'e2', '2')], '2');
+    const list = sink.startList();
+    list.add([event('ns', 'e2', '2'), event('ns', 'e3', '3')]);
+    expect(cache.eventsV1.size).toBe(3);
+    list.end('3');
+    expect([...cache.eventsV1.values()].map((o) => o.name)).toEqual(['e2', 'e3']);
+    expect([...cache.events.values()].map((o) => o.name)).toEqual(['e2', 'e3']);
   });
 });
 

@@ -1,6 +1,8 @@
 // The reflector's requests and its reactions to each answer, against a scripted server: paged lists, the watch
 // parameters client-go sends, resuming from the last version, 410 on a continue page and in a watch, 429 with
 // Retry-After, "Too large resource version", streaming lists and their fallback, gzip, a failing sink, and stop.
+// Lists reach the sink page by page (startList, add, end or abort); the last part runs the reflector into a
+// MergedCache to check what watchers of the cache see while a list is under way.
 
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -9,7 +11,9 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/meta.js';
 import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
-import { startReflector, watchTimeoutSeconds, type Reflector, type ReflectorSink } from '../../src/cache/reflector.js';
+import { MergedCache } from '../../src/cache/merged.js';
+import { startReflector, watchTimeoutSeconds, type ListIntake, type Reflector, type ReflectorSink } from '../../src/cache/reflector.js';
+import type { StoreEvent } from '../../src/cache/store.js';
 import { upstreamFromEndpoint, type Upstream } from '../../src/upstream/client.js';
 
 const log = pino({ level: 'silent' });
@@ -63,13 +67,38 @@ const watch = (events: Array<{ type: string; object: unknown }>, keepOpen = fals
 };
 const bookmark = (rv: string, annotations?: Record<string, string>) => ({ type: 'BOOKMARK', object: { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: rv, annotations } } });
 
+/** A step that answers only when the test releases it: a page or a watch that is slow to come. */
+function held() {
+  let release!: (step: Step) => void;
+  const answer = new Promise<Step>((r) => (release = r));
+  let asked = false;
+  const step: Step = (req, res, q) => {
+    asked = true;
+    void answer.then((s) => s(req, res, q));
+  };
+  return { step, release, asked: () => asked };
+}
+
+/** Records every call of the list protocol, one line each. */
 class Recorder implements ReflectorSink {
   calls: string[] = [];
-  replaced: KubeObject[][] = [];
+  added: KubeObject[] = [];
   throwOnApply = 0;
-  replace(objects: KubeObject[], listRV: string) {
-    this.replaced.push(objects);
-    this.calls.push(`replace ${objects.map((o) => o.metadata.name).join(',')} @${listRV}`);
+  throwOnAdd = 0;
+  startList(): ListIntake {
+    this.calls.push('list');
+    return {
+      add: (objects) => {
+        if (this.throwOnAdd > 0) {
+          this.throwOnAdd--;
+          throw new Error('sink is full');
+        }
+        this.added.push(...objects);
+        this.calls.push(`add ${objects.map((o) => o.metadata.name).join(',')}`);
+      },
+      end: (listRV) => this.calls.push(`end @${listRV}`),
+      abort: () => this.calls.push('abort'),
+    };
   }
   apply(type: string, obj: KubeObject) {
     if (this.throwOnApply > 0) {
@@ -97,10 +126,10 @@ describe('reflector protocol', () => {
     for (const c of cleanup.splice(0).reverse()) await c();
   });
 
-  const run = async (steps: Step[], extra: { useWatchList?: boolean; pageSize?: number; onStatus?: () => void; token?: string } = {}) => {
+  const run = async <S extends ReflectorSink = Recorder>(steps: Step[], extra: { useWatchList?: boolean; pageSize?: number; onStatus?: () => void; token?: string; sink?: S } = {}) => {
     const srv = await scripted(steps);
     const up: Upstream = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster', token: extra.token });
-    const sink = new Recorder();
+    const sink = (extra.sink ?? new Recorder()) as S;
     const r: Reflector = startReflector({
       upstream: up,
       path: '/api/v1/pods',
@@ -122,9 +151,9 @@ describe('reflector protocol', () => {
       list('100', [pod('c', '92', { kind: 'Pod', apiVersion: 'v1' })]),
       watch([{ type: 'ADDED', object: pod('d', '101') }, bookmark('105')], true),
     ], { token: 'secret-token' });
-    await until(() => sink.calls.length === 3, 'the watch events');
-    expect(sink.calls).toEqual(['replace a,b,c @100', 'ADDED d @101', 'progress @105']);
-    expect(sink.replaced[0].every((o) => o.kind === 'Pod' && o.apiVersion === 'v1')).toBe(true);
+    await until(() => sink.calls.length === 6, 'the watch events');
+    expect(sink.calls).toEqual(['list', 'add a,b', 'add c', 'end @100', 'ADDED d @101', 'progress @105']);
+    expect(sink.added.every((o) => o.kind === 'Pod' && o.apiVersion === 'v1')).toBe(true);
     const [p1, p2, w] = srv.requests;
     expect(Object.fromEntries(p1)).toEqual({ limit: '2' });
     expect(Object.fromEntries(p2)).toEqual({ limit: '2', continue: 'tok-1' });
@@ -151,21 +180,21 @@ describe('reflector protocol', () => {
       watch([bookmark('20')]),
       watch([{ type: 'DELETED', object: pod('a', '21') }], true),
     ]);
-    await until(() => sink.calls.length === 4, 'the events');
-    expect(sink.calls).toEqual(['replace a @10', 'MODIFIED a @11', 'progress @20', 'DELETED a @21']);
+    await until(() => sink.calls.length === 6, 'the events');
+    expect(sink.calls).toEqual(['list', 'add a', 'end @10', 'MODIFIED a @11', 'progress @20', 'DELETED a @21']);
     expect(srv.requests.slice(1).map((q) => q.get('resourceVersion'))).toEqual(['10', '11', '20']);
     expect(r.stats.watchRestarts).toBe(2);
     expect(r.stats.lists).toBe(1);
   });
 
-  it('starts the list over when a continue token expires mid-pages', async () => {
+  it('starts the list over when a continue token expires mid-pages: the first attempt is abandoned, the second starts afresh', async () => {
     const { srv, sink } = await run([
       list('100', [pod('a', '1'), pod('b', '2')], 'tok-1'),
       json(410, status(410, 'Expired', 'The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.')),
       list('200', [pod('a', '150'), pod('c', '160')]),
     ]);
-    await until(() => sink.calls.length === 1 && srv.requests.length === 4, 'the relist and watch');
-    expect(sink.calls).toEqual(['replace a,c @200']);
+    await until(() => sink.calls.length === 6 && srv.requests.length === 4, 'the relist and watch');
+    expect(sink.calls).toEqual(['list', 'add a,b', 'abort', 'list', 'add a,c', 'end @200']);
     expect(Object.fromEntries(srv.requests[2])).toEqual({ limit: '2' });
     expect(srv.requests[3].get('resourceVersion')).toBe('200');
   });
@@ -179,8 +208,8 @@ describe('reflector protocol', () => {
       list('80', [pod('b', '75')]),
       watch([{ type: 'ADDED', object: pod('c', '81') }], true),
     ]);
-    await until(() => sink.calls.length === 4, 'the relists');
-    expect(sink.calls).toEqual(['replace a @10', 'replace b @60', 'replace b @80', 'ADDED c @81']);
+    await until(() => sink.calls.length === 10, 'the relists');
+    expect(sink.calls).toEqual(['list', 'add a', 'end @10', 'list', 'add b', 'end @60', 'list', 'add b', 'end @80', 'ADDED c @81']);
     expect(srv.requests.map((q) => q.get('watch') ? `watch@${q.get('resourceVersion')}` : 'list')).toEqual(['list', 'watch@10', 'list', 'watch@60', 'list', 'watch@80']);
     expect(r.stats.relists).toBe(2);
     expect(r.stale).toBe(false);
@@ -192,8 +221,8 @@ describe('reflector protocol', () => {
       json(504, status(504, 'Timeout', 'Too large resource version: 10, current: 3', { details: { causes: [{ reason: 'ResourceVersionTooLarge', message: 'Too large resource version' }], retryAfterSeconds: 1 } })),
       list('3', [pod('z', '2')]),
     ]);
-    await until(() => sink.calls.length === 2 && srv.requests.length === 4, 'the relist');
-    expect(sink.calls).toEqual(['replace a @10', 'replace z @3']);
+    await until(() => sink.calls.length === 6 && srv.requests.length === 4, 'the relist');
+    expect(sink.calls).toEqual(['list', 'add a', 'end @10', 'list', 'add z', 'end @3']);
     expect(srv.requests[3].get('resourceVersion')).toBe('3');
   });
 
@@ -223,25 +252,28 @@ describe('reflector protocol', () => {
       watch([{ type: 'ERROR', object: status(500, 'InternalError', 'Internal error occurred: etcd is unhappy') }]),
       list('20', [pod('a', '15')]),
     ]);
-    await until(() => sink.calls.length === 2, 'two lists');
-    expect(sink.calls).toEqual(['replace a @10', 'replace a @20']);
+    await until(() => sink.calls.length === 6, 'two lists');
+    // The refused list never began in the sink.
+    expect(sink.calls).toEqual(['list', 'add a', 'end @10', 'list', 'add a', 'end @20']);
     expect(r.lastError).toBe('watch: Internal error occurred: etcd is unhappy');
     expect(r.stats.relists).toBe(1);
     await until(() => !r.stale && srv.requests.length === 5, 'the next watch');
   });
 
-  it('syncs from a streaming list: initial events become one replace at the closing bookmark', async () => {
+  it('syncs from a streaming list: initial events reach the sink in batches of a page, ended by the closing bookmark', async () => {
     const { srv, sink, r } = await run([
       watch([
         { type: 'ADDED', object: pod('a', '3') },
         { type: 'ADDED', object: pod('b', '4') },
+        { type: 'ADDED', object: pod('c', '5') },
         bookmark('9', { 'k8s.io/initial-events-end': 'true' }),
         { type: 'MODIFIED', object: pod('a', '10') },
       ]),
       watch([{ type: 'DELETED', object: pod('b', '11') }], true),
     ], { useWatchList: true });
-    await until(() => sink.calls.length === 3, 'the events');
-    expect(sink.calls).toEqual(['replace a,b @9', 'MODIFIED a @10', 'DELETED b @11']);
+    await until(() => sink.calls.length === 6, 'the events');
+    expect(sink.calls).toEqual(['list', 'add a,b', 'add c', 'end @9', 'MODIFIED a @10', 'DELETED b @11']);
+    expect(r.stats).toMatchObject({ lists: 1, events: 2 });
     const q = srv.requests[0];
     expect(q.get('sendInitialEvents')).toBe('true');
     expect(q.get('resourceVersionMatch')).toBe('NotOlderThan');
@@ -252,15 +284,15 @@ describe('reflector protocol', () => {
     expect(r.watchList).toBe(true);
   });
 
-  it('drops a streaming list cut before its end, and falls back to list+watch when the server refuses it', async () => {
+  it('abandons a streaming list cut before its end, and falls back to list+watch when the server refuses it', async () => {
     const { srv, sink, r } = await run([
-      // Cut short: nothing of it may reach the sink.
-      watch([{ type: 'ADDED', object: pod('a', '3') }]),
+      // Cut short: a batch may have reached the sink, but the list never ends there.
+      watch([{ type: 'ADDED', object: pod('a', '3') }, { type: 'ADDED', object: pod('b', '4') }, { type: 'ADDED', object: pod('c', '4') }]),
       json(422, status(422, 'Invalid', 'ListOptions.meta.k8s.io "" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled')),
       list('10', [pod('a', '5'), pod('b', '6')]),
     ], { useWatchList: true });
-    await until(() => sink.calls.length === 1 && srv.requests.length === 4, 'the fallback');
-    expect(sink.calls).toEqual(['replace a,b @10']);
+    await until(() => sink.calls.length === 6 && srv.requests.length === 4, 'the fallback');
+    expect(sink.calls).toEqual(['list', 'add a,b', 'abort', 'list', 'add a,b', 'end @10']);
     expect(r.watchList).toBe(false);
     expect(srv.requests[3].get('resourceVersion')).toBe('10');
     expect(srv.requests[3].has('sendInitialEvents')).toBe(false);
@@ -274,8 +306,8 @@ describe('reflector protocol', () => {
         res.end(gzipSync(body));
       },
     ], { pageSize: 500 });
-    await until(() => sink.calls.length === 1, 'the list');
-    expect(sink.calls).toEqual(['replace a,b @7']);
+    await until(() => sink.calls.length === 3, 'the list');
+    expect(sink.calls).toEqual(['list', 'add a,b', 'end @7']);
   });
 
   it('lists again when the sink fails to apply an event', async () => {
@@ -285,8 +317,8 @@ describe('reflector protocol', () => {
       list('12', [pod('a', '11')]),
     ]);
     sink.throwOnApply = 1;
-    await until(() => sink.calls.length === 2, 'the relist');
-    expect(sink.calls).toEqual(['replace a @10', 'replace a @12']);
+    await until(() => sink.calls.length === 6, 'the relist');
+    expect(sink.calls).toEqual(['list', 'add a', 'end @10', 'list', 'add a', 'end @12']);
     expect(r.lastError).toBe('sink: sink is broken');
   });
 
@@ -301,8 +333,204 @@ describe('reflector protocol', () => {
     expect(srv.requests.length).toBe(n);
   });
 
+  it('hands each page to the sink as it arrives; synced and a resourceVersion only once the last page is in', async () => {
+    const page2 = held();
+    const { sink, r } = await run([list('100', [pod('a', '90'), pod('b', '91')], 'tok-1'), page2.step]);
+    await until(() => page2.asked(), 'the second page to be asked for');
+    await until(() => sink.calls.length === 2, 'the first page in the sink');
+    expect(sink.calls).toEqual(['list', 'add a,b']);
+    expect(r.synced).toBe(false);
+    expect(r.resourceVersion).toBeUndefined();
+    expect(r.lastSyncedAt).toBeUndefined();
+    page2.release(list('100', [pod('c', '92')]));
+    await until(() => r.synced, 'synced');
+    expect(sink.calls).toEqual(['list', 'add a,b', 'add c', 'end @100']);
+    expect(r.resourceVersion).toBe('100');
+  });
+
+  it('abandons the list when the sink throws on a page, and lists again from the start', async () => {
+    const { sink, r } = await run([
+      list('10', [pod('a', '1'), pod('b', '2')], 'tok-1'),
+      list('20', [pod('a', '1'), pod('b', '2')], 'tok-2'),
+      list('20', [pod('c', '3')]),
+    ]);
+    sink.throwOnAdd = 1;
+    await until(() => r.synced, 'synced');
+    // The failed page never reached the sink, and the list it belonged to never ended there.
+    expect(sink.calls).toEqual(['list', 'abort', 'list', 'add a,b', 'add c', 'end @20']);
+    expect(r.lastError).toBe('sink: sink is full');
+    expect(r.stats.lists).toBe(1);
+  });
+
+  it('abandons a list under way when stopped: nothing more reaches the sink', async () => {
+    const page2 = held();
+    const { sink, r } = await run([list('10', [pod('a', '1')], 'tok-1'), page2.step]);
+    await until(() => page2.asked() && sink.calls.length === 2, 'the first page');
+    await r.stop();
+    page2.release(list('10', [pod('b', '2')]));
+    await new Promise((res) => setTimeout(res, 30));
+    expect(sink.calls).toEqual(['list', 'add a', 'abort']);
+    expect(r.synced).toBe(false);
+  });
+
+  it('gathers the pages for a sink that takes lists whole (replace), and hands it nothing of an abandoned list', async () => {
+    const whole = {
+      calls: [] as string[],
+      replace(objects: KubeObject[], listRV: string) {
+        this.calls.push(`replace ${objects.map((o) => o.metadata.name).join(',')} @${listRV}`);
+      },
+      apply(type: string, obj: KubeObject) {
+        this.calls.push(`${type} ${obj.metadata.name}`);
+      },
+    };
+    const { sink } = await run([
+      list('100', [pod('a', '1'), pod('b', '2')], 'tok-1'),
+      json(410, status(410, 'Expired', 'continue token too old')),
+      list('200', [pod('a', '1'), pod('c', '3')], 'tok-2'),
+      list('200', [pod('d', '4')]),
+      watch([{ type: 'ADDED', object: pod('e', '201') }], true),
+    ], { sink: whole });
+    await until(() => sink.calls.length === 2, 'the list and the event');
+    expect(sink.calls).toEqual(['replace a,c,d @200', 'ADDED e']);
+  });
+
+  it('refuses a sink that takes no lists', () => {
+    const up = upstreamFromEndpoint({ name: 'm', url: 'http://127.0.0.1:1', role: 'member cluster' });
+    cleanup.push(() => up.close());
+    expect(() => startReflector({ upstream: up, path: '/api/v1/pods', sink: { apply() {} }, limiter: tokenBucket(1, 1), log })).toThrow(/startList or replace/);
+  });
+
   it('picks watch timeouts in [min, 2*min)', () => {
     expect(watchTimeoutSeconds(300, () => 0)).toBe(300);
     expect(watchTimeoutSeconds(300, () => 0.999)).toBe(599);
+  });
+});
+
+/**
+ * The reflector into a MergedCache, as the gateway runs it: what the cache's watchers see while a list comes in
+ * page by page, and what stays behind when a list is given up.
+ */
+describe('reflector into the merged cache', () => {
+  const cleanup: Array<() => Promise<unknown>> = [];
+  afterEach(async () => {
+    for (const c of cleanup.splice(0).reverse()) await c();
+  });
+  const BASE = 5_000_000;
+
+  const run = async (steps: Step[], extra: { useWatchList?: boolean; cache?: MergedCache } = {}) => {
+    const srv = await scripted(steps);
+    const up = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster' });
+    const cache = extra.cache ?? new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
+    const r = startReflector({
+      upstream: up,
+      path: '/api/v1/pods',
+      sink: cache.sink('m', 'pods'),
+      limiter: tokenBucket(1000, 1000),
+      log,
+      pageSize: 2,
+      useWatchList: extra.useWatchList,
+      backoff: backoff({ initialMs: 5, maxMs: 20 }),
+    });
+    cleanup.push(() => srv.close(), () => up.close(), () => r.stop());
+    const seen: StoreEvent[] = [];
+    cache.pods.subscribe((ev) => seen.push(ev));
+    const events = () => seen.map((e) => `${e.type} ${e.object.name}@${JSON.parse(String(e.object.json)).metadata.labels.v}`);
+    const held = () => [...cache.pods.values()].map((o) => `${o.name}@${JSON.parse(String(o.json)).metadata.labels.v}`).sort();
+    return { srv, cache, r, events, held };
+  };
+  /** A pod whose label v names its member version, so served objects (gateway versions) still show which one they are. */
+  const vpod = (name: string, rv: string) => pod(name, rv, { metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } } });
+
+  it('a relist moves objects forward page by page and deletes what the member no longer has only at its end', async () => {
+    const page2 = held();
+    const { cache, r, events, held: state } = await run([
+      list('10', [vpod('a', '1'), vpod('b', '2')], 'tok-1'),
+      list('10', [vpod('c', '3'), vpod('d', '4')]),
+      watch([{ type: 'ERROR', object: status(410, 'Expired', 'too old resource version: 10 (50)') }]),
+      // The relist: a changed, b unchanged, c gone, d changed, e new.
+      list('60', [vpod('a', '51'), vpod('b', '2')], 'tok-2'),
+      page2.step,
+    ]);
+    await until(() => page2.asked() && state().includes('a@51'), 'the relist\'s first page');
+    expect(r.resourceVersion).toBeUndefined();
+    expect(cache.lastMemberRV('m', 'pods')).toBe('10');
+    // Mid-list: c and d are still there; a has moved forward, b has not changed.
+    expect(state()).toEqual(['a@51', 'b@2', 'c@3', 'd@4']);
+    expect(events().slice(4)).toEqual(['MODIFIED a@51']);
+    page2.release(list('60', [vpod('d', '55'), vpod('e', '56')]));
+    await until(() => r.resourceVersion === '60', 'the relist to end');
+    expect(state()).toEqual(['a@51', 'b@2', 'd@55', 'e@56']);
+    expect(events().slice(4)).toEqual(['MODIFIED a@51', 'MODIFIED d@55', 'ADDED e@56', 'DELETED c@3']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('60');
+  });
+
+  it('a list started over after 410 on a continue token: what the first attempt saw is kept if it exists, deleted if not', async () => {
+    const { cache, r, events, held: state } = await run([
+      list('10', [vpod('old', '1')]),
+      watch([{ type: 'ERROR', object: status(410, 'Expired', 'too old resource version: 10 (50)') }]),
+      // First attempt at 60: a and b, then the continue token has expired.
+      list('60', [vpod('a', '51'), vpod('b', '52')], 'tok-1'),
+      json(410, status(410, 'Expired', 'continue token too old')),
+      // Second attempt at 90: b is gone, a is on the second page.
+      list('90', [vpod('c', '80'), vpod('old', '1')], 'tok-2'),
+      list('90', [vpod('a', '51')]),
+    ]);
+    await until(() => r.resourceVersion === '90', 'the second attempt to end');
+    expect(state()).toEqual(['a@51', 'c@80', 'old@1']);
+    // a came in the abandoned attempt and again in the second: never deleted in between. b is gone at the end.
+    expect(events()).toEqual(['ADDED old@1', 'ADDED a@51', 'ADDED b@52', 'ADDED c@80', 'DELETED b@52']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('90');
+  });
+
+  it('a member removed while its list comes in leaves nothing behind', async () => {
+    const page2 = held();
+    const { cache, r, held: state } = await run([list('10', [vpod('a', '1'), vpod('b', '2')], 'tok-1'), page2.step]);
+    await until(() => page2.asked() && state().length === 2, 'the first page');
+    await cache.removeCluster('m');
+    expect(state()).toEqual([]);
+    page2.release(list('10', [vpod('c', '3')]));
+    await until(() => r.synced, 'the list to end');
+    expect(state()).toEqual([]);
+    expect(cache.clusters()).toEqual([]);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('');
+  });
+
+  it('a streaming relist: initial events reach the cache in batches, deletions wait for the closing bookmark', async () => {
+    let releaseEnd!: () => void;
+    const endGate = new Promise<void>((r) => (releaseEnd = r));
+    const { cache, r, events, held: state } = await run([
+      watch([{ type: 'ADDED', object: vpod('a', '1') }, { type: 'ADDED', object: vpod('b', '2') }, { type: 'ADDED', object: vpod('c', '3') }, bookmark('9', { 'k8s.io/initial-events-end': 'true' })]),
+      watch([{ type: 'ERROR', object: status(410, 'Expired', 'too old resource version: 9 (50)') }]),
+      // The streaming relist: a changed, b unchanged, c gone; the closing bookmark comes when the test says.
+      (_req, res) => {
+        res.writeHead(200, { 'Content-Type': 'application/json' });
+        for (const o of [vpod('a', '51'), vpod('b', '2')]) res.write(JSON.stringify({ type: 'ADDED', object: o }) + '\n');
+        void endGate.then(() => res.write(JSON.stringify(bookmark('60', { 'k8s.io/initial-events-end': 'true' })) + '\n'));
+      },
+    ], { useWatchList: true });
+    await until(() => state().includes('a@51'), 'the relist\'s first batch');
+    expect(state()).toEqual(['a@51', 'b@2', 'c@3']);
+    expect(r.resourceVersion).toBeUndefined();
+    expect(cache.lastMemberRV('m', 'pods')).toBe('9');
+    releaseEnd();
+    await until(() => r.resourceVersion === '60', 'the closing bookmark');
+    expect(state()).toEqual(['a@51', 'b@2']);
+    expect(events()).toEqual(['ADDED a@1', 'ADDED b@2', 'ADDED c@3', 'MODIFIED a@51', 'DELETED c@3']);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('60');
+    expect(r.watchList).toBe(true);
+  });
+
+  it('a streaming list cut short keeps what it delivered, deletes nothing, and is not synced', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
+    cache.sink('m', 'pods').replace([vpod('gone', '1')], '5');
+    const { r, held: state } = await run([
+      watch([{ type: 'ADDED', object: vpod('a', '6') }, { type: 'ADDED', object: vpod('b', '7') }, { type: 'ADDED', object: vpod('c', '8') }]),
+    ], { useWatchList: true, cache });
+    // The batch of a page (a, b) went in; c waited for a batch that never filled and is dropped with the list.
+    await until(() => state().length === 3, 'the first batch');
+    await new Promise((res) => setTimeout(res, 30));
+    expect(state()).toEqual(['a@6', 'b@7', 'gone@1']);
+    expect(r.synced).toBe(false);
+    expect(cache.lastMemberRV('m', 'pods')).toBe('5');
   });
 });

@@ -4,6 +4,7 @@
 // object's pre-serialized JSON.
 
 import type { Printer, TableColumnDefinition } from './printers/index.js';
+import { jsonBytes, parseProjected, type Projection } from './projection.js';
 import { fieldInvalid, formatFieldError, goJson, newBadRequest } from './status.js';
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
@@ -32,9 +33,6 @@ export function tableRowJson(
   nowMs: number,
   version: MetaVersion = 'v1',
 ): string {
-  let out = `{"cells":${goJson(p.cells(obj, nowMs))}`;
-  const conditions = p.conditions?.(obj);
-  if (conditions && conditions.length > 0) out += `,"conditions":${goJson(conditions)}`;
   let object: string;
   switch (include) {
     case 'Object':
@@ -46,6 +44,82 @@ export function tableRowJson(
     default:
       object = partialObjectMetadataJson(obj, version);
   }
+  return rowJson(p, obj, nowMs, object);
+}
+
+/**
+ * One Table row from the object's stored JSON (text or UTF-8 bytes), the same bytes tableRowJson writes for the
+ * parsed object. Only what the printer reads (Printer.reads) is parsed; PartialObjectMetadata embeds the metadata's
+ * text as stored, which is what serializing it again would give: stored JSON is compact, as JSON.stringify or Go
+ * writes it, and a parse keeps its key order.
+ */
+export function tableRowFromJson(
+  p: Printer,
+  json: string | Uint8Array,
+  include: IncludeObject,
+  nowMs: number,
+  version: MetaVersion = 'v1',
+): string {
+  if (!p.reads) {
+    const text = typeof json === 'string' ? json : jsonBytes(json).toString('utf8');
+    return tableRowJson(p, JSON.parse(text), text, include, nowMs, version);
+  }
+  const reads = withMetadata(p.reads);
+  if (include === 'Object') {
+    const bytes = jsonBytes(json);
+    return rowJson(p, parseProjected(bytes, reads), nowMs, typeof json === 'string' ? json : bytes.toString('utf8'));
+  }
+  if (include === 'None') return rowJson(p, parseProjected(json, reads), nowMs, 'null');
+  const texts: Record<string, string> = {};
+  const obj = parseProjected(json, reads, texts);
+  const meta = texts.metadata;
+  // Absent or null metadata serializes as {} (partialObjectMetadataJson's `?? {}`).
+  const metaJson = meta === undefined || meta === 'null' ? '{}' : goEscape(meta);
+  return rowJson(p, obj, nowMs, `{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/${version}","metadata":${metaJson}}`);
+}
+
+const withMetadataCache = new WeakMap<Projection, Projection>();
+
+/** The printer's projection with the whole metadata: every printer reads it, and PartialObjectMetadata embeds it. */
+function withMetadata(reads: Projection): Projection {
+  if (reads.metadata === true) return reads;
+  let p = withMetadataCache.get(reads);
+  if (!p) withMetadataCache.set(reads, (p = { ...reads, metadata: true }));
+  return p;
+}
+
+// The escapes Go's encoding/json adds to what JSON.stringify writes (as goJson in status.ts applies them).
+const GO_ESCAPES = /[<>&\u2028\u2029]/g;
+const GO_ESCAPE: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', '\u2028': '\\u2028', '\u2029': '\\u2029' };
+
+/** Compact JSON text as Go's encoder writes it: the same text with <, >, &, U+2028 and U+2029 escaped. */
+function goEscape(json: string): string {
+  return GO_ESCAPES.test(json) ? json.replace(GO_ESCAPES, (c) => GO_ESCAPE[c]!) : json;
+}
+
+// A string that goJson writes as it is, between quotes: nothing JSON.stringify or Go escapes, no lone surrogates.
+const NEEDS_ESCAPE = /["\\\u0000-\u001f<>&\u2028\u2029\ud800-\udfff]/;
+const NONE_JSON = goJson('<none>');
+
+/** goJson(cells), without JSON.stringify's and the escape pass's cost for the plain strings most cells are. */
+function cellsJson(cells: readonly unknown[]): string {
+  let s = '[';
+  for (let i = 0; i < cells.length; i++) {
+    const v = cells[i];
+    if (i > 0) s += ',';
+    if (typeof v !== 'string') s += goJson(v ?? null);
+    else if (v === '<none>') s += NONE_JSON;
+    else if (!NEEDS_ESCAPE.test(v)) s += `"${v}"`;
+    else s += goJson(v);
+  }
+  return s + ']';
+}
+
+/** A row's JSON around its embedded object (already JSON). */
+function rowJson(p: Printer, obj: any, nowMs: number, object: string): string {
+  let out = `{"cells":${cellsJson(p.cells(obj, nowMs))}`;
+  const conditions = p.conditions?.(obj);
+  if (conditions && conditions.length > 0) out += `,"conditions":${goJson(conditions)}`;
   return `${out},"object":${object}}`;
 }
 

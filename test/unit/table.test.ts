@@ -6,6 +6,7 @@ import {
   partialObjectMetadataJson,
   tableHeadJson,
   tableJson,
+  tableRowFromJson,
   tableRowJson,
 } from '../../src/api/table.js';
 import { StatusError } from '../../src/api/status.js';
@@ -112,6 +113,72 @@ describe('Table rows', () => {
 
   it('partialObjectMetadataJson', () => {
     expect(JSON.parse(partialObjectMetadataJson(pod))).toEqual({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: pod.metadata });
+  });
+});
+
+describe('Table rows from stored JSON', () => {
+  const clusterOf = (o: any) => o.metadata?.labels?.['fleetgate.io/cluster'] ?? '';
+  const printers = {
+    pods: withClusterColumn(printerFor('', 'pods'), clusterOf),
+    plainPods: printerFor('', 'pods'),
+    events: withClusterColumn(printerFor('', 'events'), clusterOf),
+    configmaps: printerFor('', 'configmaps'),
+  };
+  const labels = { 'fleetgate.io/cluster': 'east', '10': 'ten', '9': 'nine', app: 'web' };
+  const objects: Record<string, any> = {
+    pod: { ...pod, metadata: { ...pod.metadata, labels } },
+    // What the projection leaves out and what it counts, in every shape the printer may meet.
+    odd: {
+      metadata: { name: 'o', creationTimestamp: '2025-01-01T11:00:00Z', deletionTimestamp: '2025-01-01T11:59:00Z', annotations: { a: 'x\u2028 \u2029 </script>', e: '\u{1f600}é' } },
+      spec: { containers: [{ name: 'a', args: ['"]}'] }, { name: 'b' }], initContainers: [{ name: 'i', restartPolicy: 'Always' }], readinessGates: [{ conditionType: 'g' }], nodeName: 'n<1>' },
+      status: { phase: 'Running', initContainerStatuses: [{ name: 'i', started: true, ready: true, restartCount: 2, lastState: { terminated: { finishedAt: '2025-01-01T11:30:00Z' } }, state: { running: {} } }], conditions: [{ type: 'g', status: 'True' }] },
+    },
+    nullMetadata: { metadata: null, spec: { containers: null }, status: null },
+    noMetadata: { spec: [], status: { phase: 'Failed' } },
+    event: { metadata: { name: 'e', namespace: 'd', labels }, involvedObject: { kind: 'Pod', name: 'web' }, reason: 'Pulled', message: '<ok> & done', count: 2, source: { component: 'kubelet' }, lastTimestamp: '2025-01-01T11:00:00Z' },
+    configmap: { metadata: { name: 'c', creationTimestamp: '2025-01-01T11:00:00Z' }, data: { a: '1', b: '<2>' } },
+  };
+
+  it('writes the same bytes as tableRowJson of the parsed object, for every include form and meta version', () => {
+    let compared = 0;
+    for (const [pname, p] of Object.entries(printers)) {
+      for (const [oname, obj] of Object.entries(objects)) {
+        const text = JSON.stringify(obj);
+        for (const include of ['Metadata', 'None', 'Object'] as const) {
+          for (const version of ['v1', 'v1beta1'] as const) {
+            const want = tableRowJson(p, JSON.parse(text), text, include, NOW, version);
+            const where = `${pname} ${oname} ${include} ${version}`;
+            expect(tableRowFromJson(p, text, include, NOW, version), where).toBe(want);
+            expect(tableRowFromJson(p, Buffer.from(text), include, NOW, version), where).toBe(want);
+            compared++;
+          }
+        }
+      }
+    }
+    expect(compared).toBe(4 * 6 * 3 * 2);
+  });
+
+  it('embeds the metadata as stored, Go-escaped, in the object key order', () => {
+    const text = JSON.stringify(objects.odd);
+    const row = tableRowFromJson(printers.pods, Buffer.from(text), 'Metadata', NOW);
+    expect(row).toContain('"object":{"kind":"PartialObjectMetadata","apiVersion":"meta.k8s.io/v1","metadata":{"name":"o","creationTimestamp"');
+    expect(row).toContain(String.raw`\u2028 \u2029 \u003c/script\u003e`);
+    expect(row).toContain(String.raw`"n\u003c1\u003e"`);
+    expect(JSON.parse(row).object.metadata).toEqual(objects.odd.metadata);
+    expect(JSON.parse(row).cells).toEqual(['o', '1/3', 'Terminating', '2 (30m ago)', '', '60m', '<none>', 'n<1>', '<none>', '1/1']);
+    // Raw U+2028 and U+2029 in stored text come out escaped, as Go writes them.
+    const raw = JSON.stringify({ metadata: { name: 'r', annotations: { s: '\u2028\u2029' } }, spec: {}, status: {} });
+    expect(tableRowFromJson(printers.pods, raw, 'Metadata', NOW)).toContain('"s":"\\u2028\\u2029"');
+  });
+
+  it('writes cells with the escapes Go adds, for strings that need them', () => {
+    const p = printerFor('x.io', 'things', { additionalPrinterColumns: [{ name: 'A', type: 'string', jsonPath: '.spec.a' }, { name: 'N', type: 'integer', jsonPath: '.spec.n' }] });
+    for (const a of ['plain', '<none>', 'a<b', 'q"uote', 'back\\slash', 'tab\t', '\u2028', '\u{1f600}', '\ud800 lone', 'é&']) {
+      const obj = { metadata: { name: 'x' }, spec: { a, n: 3 } };
+      const text = JSON.stringify(obj);
+      expect(tableRowFromJson(p, text, 'None', NOW)).toBe(tableRowJson(p, obj, text, 'None', NOW));
+      expect(JSON.parse(tableRowFromJson(p, text, 'None', NOW)).cells).toEqual(['x', a, 3]);
+    }
   });
 });
 

@@ -6,6 +6,7 @@ import { DEFAULT_PRINTER, BUILTIN_PRINTERS } from './builtins.js';
 import { POD_PRINTER } from './pod.js';
 import { CORE_EVENT_PRINTER, EVENTS_V1_EVENT_PRINTER } from './event.js';
 import { crdPrinter } from './crd.js';
+import type { Projection } from '../projection.js';
 
 export interface TableColumnDefinition {
   name: string;
@@ -28,6 +29,11 @@ export interface Printer {
   /** One row's cells; int64 cells are numbers, missing values null. */
   cells(obj: any, nowMs: number): unknown[];
   conditions?(obj: any): RowCondition[] | undefined;
+  /**
+   * What cells and conditions read of the object besides its metadata (always there), when that is much less than
+   * the whole: a row made from stored JSON (tableRowFromJson) then parses only this. Absent: the whole object.
+   */
+  reads?: Projection;
 }
 
 const BY_RESOURCE: Record<string, Printer> = {
@@ -77,6 +83,8 @@ export function withClusterColumn(p: Printer, clusterOf: (obj: any) => string): 
     },
   };
   if (p.conditions) out.conditions = p.conditions;
+  // clusterOf reads the labels, in the metadata every projection has.
+  if (p.reads) out.reads = p.reads;
   if (!byFn) withCluster.set(p, (byFn = new WeakMap()));
   byFn.set(clusterOf, out);
   return out;

@@ -187,6 +187,8 @@ export const POD_PRINTER: Printer = {
     col('Readiness Gates', 'string', 'If specified, all readiness gates will be evaluated for pod readiness. A pod is ready when all its containers are ready AND all conditions specified in the readiness gates have status equal to "True" More info: https://git.k8s.io/enhancements/keps/sig-network/580-pod-readiness-gates', 1),
   ],
   cells: podCells,
+  // Of spec.containers podCells reads only how many there are: ~45% of a pod's bytes left unparsed.
+  reads: { spec: { containers: 'length', initContainers: true, nodeName: true, readinessGates: true }, status: true },
   conditions(pod) {
     const phase = pod?.status?.phase;
     if (phase === 'Succeeded') return SUCCEEDED;

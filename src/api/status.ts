@@ -514,10 +514,14 @@ const GO_JSON_ESCAPE: Record<string, string> = {
   '\u2029': '\\u2029',
 };
 
+/** Compact JSON text as Go's encoder writes it: the same text with <, >, &, U+2028 and U+2029 escaped. */
+export function goEscape(json: string): string {
+  return GO_JSON_ESCAPES.test(json) ? json.replace(GO_JSON_ESCAPES, (c) => GO_JSON_ESCAPE[c]!) : json;
+}
+
 /** JSON.stringify, then the escapes Go's encoding/json adds (<, >, &, U+2028, U+2029). */
 export function goJson(value: unknown): string {
-  const s = JSON.stringify(value);
-  return GO_JSON_ESCAPES.test(s) ? s.replace(GO_JSON_ESCAPES, (c) => GO_JSON_ESCAPE[c]!) : s;
+  return goEscape(JSON.stringify(value));
 }
 
 /** The Status as compact JSON in metav1.Status field order, no trailing newline (for embedding). */

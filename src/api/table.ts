@@ -5,7 +5,7 @@
 
 import type { Printer, TableColumnDefinition } from './printers/index.js';
 import { jsonBytes, parseProjected, type Projection } from './projection.js';
-import { fieldInvalid, formatFieldError, goJson, newBadRequest } from './status.js';
+import { fieldInvalid, formatFieldError, goEscape, goJson, newBadRequest } from './status.js';
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 export type MetaVersion = 'v1' | 'v1beta1';
@@ -86,15 +86,6 @@ function withMetadata(reads: Projection): Projection {
   let p = withMetadataCache.get(reads);
   if (!p) withMetadataCache.set(reads, (p = { ...reads, metadata: true }));
   return p;
-}
-
-// The escapes Go's encoding/json adds to what JSON.stringify writes (as goJson in status.ts applies them).
-const GO_ESCAPES = /[<>&\u2028\u2029]/g;
-const GO_ESCAPE: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', '\u2028': '\\u2028', '\u2029': '\\u2029' };
-
-/** Compact JSON text as Go's encoder writes it: the same text with <, >, &, U+2028 and U+2029 escaped. */
-function goEscape(json: string): string {
-  return GO_ESCAPES.test(json) ? json.replace(GO_ESCAPES, (c) => GO_ESCAPE[c]!) : json;
 }
 
 // A string that goJson writes as it is, between quotes: nothing JSON.stringify or Go escapes, no lone surrogates.

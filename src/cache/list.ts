@@ -9,10 +9,10 @@ import type { ResourceDescriptor } from '../api/resource.js';
 import { groupVersion } from '../api/resource.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, tooLargeResourceVersionError } from '../api/resourceversion.js';
 import type { Printer } from '../api/printers/index.js';
-import { partialObjectMetadataJson, tableHeadJson, tableRowJson, type IncludeObject } from '../api/table.js';
+import { partialObjectMetadataJson, tableHeadJson, tableRowFromJson, type IncludeObject } from '../api/table.js';
 import { untilDrainOrClose } from '../server/respond.js';
 import { candidatesFor } from './selectorindex.js';
-import { jsonText, metadataOf, objectOf, ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
+import { metadataOf, ResourceVersionTooOld, type Snapshot, type Store, type StoredObject } from './store.js';
 
 /** The representation a client negotiated. */
 export type ResponseForm =
@@ -139,12 +139,9 @@ function listMetaJson(page: ListPage): string {
   return s + '}';
 }
 
-/**
- * A cached object's Table row. The row needs the object parsed; includeObject=Object embeds the stored JSON as it
- * is, the other forms need none of it.
- */
+/** A cached object's Table row, from its stored bytes: only what the printer reads is parsed. */
 export function tableRowOf(p: Printer, o: StoredObject, include: IncludeObject, now: number): string {
-  return tableRowJson(p, objectOf(o), include === 'Object' ? jsonText(o) : '', include, now);
+  return tableRowFromJson(p, o.json, include, now);
 }
 
 const COMMA = Buffer.from(',');

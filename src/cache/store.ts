@@ -102,11 +102,6 @@ export function objectOf(stored: StoredObject): KubeObject {
   return JSON.parse(stored.json.toString('utf8')) as KubeObject;
 }
 
-/** The stored object's JSON as text (for responses built as strings, such as a Table row's embedded object). */
-export function jsonText(stored: StoredObject): string {
-  return stored.json.toString('utf8');
-}
-
 /**
  * s as UTF-8 bytes in a buffer of its own. Buffer.from would place objects under 4 KiB in a shared 8 KiB slab,
  * and one long-lived object would then keep the whole slab, and its dead neighbours, alive.

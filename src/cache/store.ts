@@ -46,6 +46,18 @@ export interface StoreEvent {
   encoded?: Map<string, Buffer>;
 }
 
+/** An object serialized before it is stored (Store.putEncoded): what seal would make of it, but the resourceVersion. */
+export interface EncodedObject {
+  /** As StoreOptions.keyOf would give. */
+  readonly key: string;
+  readonly namespace: string;
+  readonly name: string;
+  /** The JSON as served, metadata.resourceVersion included; in a buffer of its own (see ownBytes). */
+  readonly json: Buffer;
+  readonly labels: Readonly<Record<string, string>>;
+  readonly fields: Readonly<Record<string, string>>;
+}
+
 /** The source of resourceVersions: one per simulated cluster (like an etcd revision), one per gateway. */
 export interface RvClock {
   current(): number;
@@ -88,6 +100,26 @@ export interface Snapshot {
 }
 
 export type Listener = (ev: StoreEvent) => void;
+
+/**
+ * The one value a listener's selection demands of a label or a selectable field (kube's cacher calls these
+ * trigger functions): the listener gets only the events whose object, or whose previous state, has that value.
+ * With a thousand watches on different nodes or apps, an event then costs a few calls instead of a thousand
+ * selector matches. A narrowing only: the listener still matches every event it gets.
+ */
+export interface Trigger {
+  /** field: a selectable field (fieldsOf); namespace: the object's namespace. */
+  readonly kind: 'label' | 'field' | 'namespace';
+  readonly name: string;
+  readonly value: string;
+}
+
+/** Listeners with triggers on one label or field: value -> listeners. */
+interface TriggerGroup {
+  readonly kind: Trigger['kind'];
+  readonly name: string;
+  readonly byValue: Map<string, Set<Listener>>;
+}
 
 export class ResourceVersionTooOld extends Error {
   constructor(readonly requested: number, readonly oldest: number) {
@@ -207,6 +239,9 @@ export class Store {
   /** Every event with rv <= compactedRV is gone from the window. */
   private compactedRV: number;
   private readonly listeners = new Set<Listener>();
+  /** "label\0app" or "field\0spec.nodeName" -> listeners with a trigger on it. */
+  private readonly triggers = new Map<string, TriggerGroup>();
+  private triggered = 0;
   private readonly windowSize: number;
   private readonly fieldsOf: (obj: KubeObject) => Record<string, string>;
   private readonly keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
@@ -241,12 +276,24 @@ export class Store {
    * (another version of the same data) passes the source event's rv.
    */
   put(obj: KubeObject, rv = this.clock.next()): StoredObject {
-    const stored = this.seal(obj, rv);
+    return this.commit(this.seal(obj, rv));
+  }
+
+  /**
+   * put for an object serialized elsewhere (src/cache/intake.ts, off the main thread), its JSON already carrying
+   * rv as metadata.resourceVersion. The store keeps the labels and fields objects and the bytes as they are.
+   */
+  putEncoded(obj: EncodedObject, rv: number): StoredObject {
+    return this.commit(this.sealed(obj.key, obj.namespace, obj.name, rv, obj.json, obj.labels, obj.fields));
+  }
+
+  /** A sealed object becomes the new state of its key (ADDED or MODIFIED). */
+  private commit(stored: StoredObject): StoredObject {
     const prev = this.objects.get(stored.key);
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
     if (this.index) updateIndex(this.index, prev, stored);
-    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv, object: stored, prev, encoded: undefined });
+    this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv: stored.rv, object: stored, prev, encoded: undefined });
     return stored;
   }
 
@@ -273,15 +320,20 @@ export class Store {
     const namespace = meta.namespace ?? '';
     const name = meta.name ?? '';
     const key = this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name;
+    return this.sealed(key, namespace, name, rv, ownBytes(JSON.stringify(obj)), meta.labels ?? EMPTY, this.fieldsOf(obj));
+  }
+
+  /** Every StoredObject is made here, so all share one shape. */
+  private sealed(key: string, namespace: string, name: string, rv: number, json: Buffer, labels: Readonly<Record<string, string>>, fields: Readonly<Record<string, string>>): StoredObject {
     return {
       // The string the store already holds for this key, if any: every version and index then shares one.
       key: this.objects.get(key)?.key ?? key,
       namespace,
       name,
       rv,
-      json: ownBytes(JSON.stringify(obj)),
-      labels: meta.labels ?? EMPTY,
-      fields: this.fieldsOf(obj),
+      json,
+      labels,
+      fields,
     };
   }
 
@@ -297,6 +349,7 @@ export class Store {
       }
     }
     for (const l of this.listeners) l(ev);
+    if (this.triggered > 0) this.dispatchTriggered(ev);
     // The slot is made with the event (encoded: undefined): adding the property later would cost each event an
     // out-of-object property store for as long as it stays in the window.
     if (ev.encoded) ev.encoded = undefined;
@@ -328,16 +381,48 @@ export class Store {
   }
 
   /**
-   * Listens for every future event. Call it in the same tick as eventsSince() so that nothing falls between
-   * the replay and the live stream. Returns the function that stops listening.
+   * Listens for every future event, or with a trigger for those whose object or previous state has the trigger's
+   * value. Call it in the same tick as eventsSince() so that nothing falls between the replay and the live stream.
+   * Returns the function that stops listening.
    */
-  subscribe(l: Listener): () => void {
-    this.listeners.add(l);
-    return () => this.listeners.delete(l);
+  subscribe(l: Listener, trigger?: Trigger): () => void {
+    if (!trigger) {
+      this.listeners.add(l);
+      return () => this.listeners.delete(l);
+    }
+    const id = `${trigger.kind}\u0000${trigger.name}`;
+    let group = this.triggers.get(id);
+    if (!group) this.triggers.set(id, (group = { kind: trigger.kind, name: trigger.name, byValue: new Map() }));
+    let set = group.byValue.get(trigger.value);
+    if (!set) group.byValue.set(trigger.value, (set = new Set()));
+    set.add(l);
+    this.triggered++;
+    const g = group;
+    const bucket = set;
+    let active = true;
+    return () => {
+      if (!active) return false;
+      active = false;
+      bucket.delete(l);
+      this.triggered--;
+      if (bucket.size === 0 && g.byValue.get(trigger.value) === bucket) g.byValue.delete(trigger.value);
+      if (g.byValue.size === 0 && this.triggers.get(id) === g) this.triggers.delete(id);
+      return true;
+    };
   }
 
   get watcherCount(): number {
-    return this.listeners.size;
+    return this.listeners.size + this.triggered;
+  }
+
+  private dispatchTriggered(ev: StoreEvent): void {
+    for (const g of this.triggers.values()) {
+      const now = triggerValue(g, ev.object);
+      if (now !== undefined) g.byValue.get(now)?.forEach((l) => l(ev));
+      const before = ev.prev && triggerValue(g, ev.prev);
+      // An object that left the value: its watchers see it go (a listener sits under one value, so none twice).
+      if (before !== undefined && before !== now) g.byValue.get(before)?.forEach((l) => l(ev));
+    }
   }
 
   /** The current state, or the state at an older rv rebuilt by undoing the window's later events. */
@@ -432,6 +517,13 @@ export class Store {
       }, 20);
     });
   }
+}
+
+/** The object's value for a trigger group; a field's absence reads as "" (fields.Set.Get), a label's as none. */
+function triggerValue(g: TriggerGroup, o: StoredObject): string | undefined {
+  if (g.kind === 'label') return Object.hasOwn(o.labels, g.name) ? o.labels[g.name] : undefined;
+  if (g.kind === 'namespace') return o.namespace;
+  return o.fields[g.name] ?? '';
 }
 
 function countKeys(keys: SortedKeys, start: string, prefix: string): number {

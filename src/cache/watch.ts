@@ -13,7 +13,7 @@ import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
-import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject } from './store.js';
+import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject, type Trigger } from './store.js';
 
 export interface WatchSettings {
   /** How often a watcher that asked for bookmarks gets one. The apiserver sends about one a minute. */
@@ -174,7 +174,7 @@ export function serveWatch(
     return { stop: finish, done };
   }
   if (finished) return { stop: finish, done };
-  unsubscribe = store.subscribe(onEvent);
+  unsubscribe = store.subscribe(onEvent, triggerFor(opts, target.namespace, store));
   if (initialObjects === undefined && replay === undefined) {
     live = true;
   } else {
@@ -237,6 +237,24 @@ export function serveWatch(
   }
 }
 
+
+/**
+ * The value a watch's selection demands of every object it can see, for Store.subscribe: a field the store indexes
+ * (spec.nodeName for pods, what kube's cacher triggers on), else a label equality, else the namespace. Any of them
+ * is correct (the watch still matches every event it gets); only the number of events it is shown differs.
+ */
+export function triggerFor(opts: ListOptions, namespace: string, store: Store): Trigger | undefined {
+  for (const r of opts.fieldSelector.requirements) {
+    if (r.operator !== '!=' && store.index?.fields.has(r.field)) return { kind: 'field', name: r.field, value: r.value };
+  }
+  for (const r of opts.labelSelector.requirements) {
+    // One value only: a listener sits under one value, so an object moving between two of its values can't reach it twice.
+    if ((r.operator === '=' || r.operator === '==' || r.operator === 'in') && r.values.length === 1) {
+      return { kind: 'label', name: r.key, value: r.values[0]! };
+    }
+  }
+  return namespace ? { kind: 'namespace', name: '', value: namespace } : undefined;
+}
 
 let flushes: Array<() => void> = [];
 

@@ -150,7 +150,7 @@ export function startReflector(o: ReflectorOptions): Reflector {
   const sink = {
     /** A list into the sink; abort never throws (it runs on the way out of a failure: a second one would hide the first). */
     startList: (): ListIntake => {
-      const intake = guarded(() => (o.sink.startList ? o.sink.startList() : wholeList(o.sink)));
+      const intake = guard(() => (o.sink.startList ? o.sink.startList() : wholeList(o.sink)));
       return {
         add: (objects) => guard(() => intake.add(objects)),
         end: (listRV) => guard(() => intake.end(listRV)),
@@ -531,15 +531,7 @@ class SinkError extends Error {
   }
 }
 
-function guard(f: () => void): void {
-  try {
-    f();
-  } catch (e) {
-    throw new SinkError(e);
-  }
-}
-
-function guarded<T>(f: () => T): T {
+function guard<T>(f: () => T): T {
   try {
     return f();
   } catch (e) {

@@ -7,25 +7,29 @@
 // resourceVersion is remembered per object so writes can be translated back.
 
 import { randomBytes } from 'node:crypto';
-import { coreToEventsV1 } from '../api/eventconv.js';
 import { eventFields, podFields } from '../api/fields.js';
 import type { KubeObject } from '../api/meta.js';
 import { goQuote, StatusError } from '../api/status.js';
+import { CLUSTER_LABEL, encodeObjects, servedJSON, type CachedResource, type EncodedPage, type IntakeTransform } from './intake.js';
 import type { ListIntake, ReflectorSink } from './reflector.js';
 import { Store, type RvClock, type StoredObject } from './store.js';
 
-export type { ListIntake, ReflectorSink };
+export type { CachedResource, IntakeTransform, ListIntake, ReflectorSink };
+export { CLUSTER_LABEL };
+
+/** A list into a member's sink, which also takes pages serialized elsewhere (src/cache/intake.ts). */
+export interface MemberListIntake extends ListIntake {
+  addEncoded(page: EncodedPage): void;
+}
 
 /** A member's sink: lists page by page for its reflector, and whole (replace) for callers that have them whole. */
 export interface MemberSink extends ReflectorSink {
-  startList(): ListIntake;
+  startList(): MemberListIntake;
+  /** What an intake worker does to this sink's objects before addEncoded. */
+  readonly transform: IntakeTransform;
   replace(objects: KubeObject[], listRV: string): void;
   progress(rv: string): void;
 }
-
-export const CLUSTER_LABEL = 'fleetgate.io/cluster';
-
-export type CachedResource = 'pods' | 'events';
 
 export interface MergedCacheOptions {
   /** Identifies this process in continue tokens; another instance's tokens get 410. */
@@ -96,17 +100,20 @@ export class MergedCache {
   sink(cluster: string, resource: CachedResource): MemberSink {
     const state = this.memberState(cluster);
     const memberRVs = state.memberRVs[resource];
-    const startList = (): ListIntake => {
+    const transform: IntakeTransform = { cluster, resource, dropManagedFields: this.dropManagedFields };
+    const startList = (): MemberListIntake => {
       // The keys this list has named; the store's own strings, so the set costs a slot per key.
       let seen: Set<string> | undefined = new Set<string>();
+      const addEncoded = (page: EncodedPage) => {
+        if (state.removed || !seen) return;
+        for (let i = 0; i < page.count; i++) seen.add(this.upsert(cluster, resource, memberRVs, page, i));
+      };
       return {
-        add: (objects) => {
+        add: (objects: KubeObject[]) => {
           if (state.removed || !seen) return;
-          for (const obj of objects) {
-            const key = this.upsert(cluster, resource, memberRVs, obj);
-            if (key !== undefined) seen.add(key);
-          }
+          addEncoded(this.encode(objects, transform, memberRVs));
         },
+        addEncoded,
         end: (listRV) => {
           const named = seen;
           seen = undefined;
@@ -122,6 +129,7 @@ export class MergedCache {
       };
     };
     return {
+      transform,
       startList,
       replace: (objects, listRV) => {
         const intake = startList();
@@ -135,7 +143,8 @@ export class MergedCache {
           const key = keyOfMember(obj, cluster);
           if (key !== undefined) this.removeKey(resource, memberRVs, key);
         } else {
-          this.upsert(cluster, resource, memberRVs, obj);
+          const page = this.encode([obj], transform, memberRVs);
+          if (page.count === 1) this.upsert(cluster, resource, memberRVs, page, 0);
         }
         if (memberRV) state.lastSeen[resource] = memberRV;
       },
@@ -242,20 +251,28 @@ export class MergedCache {
     return state;
   }
 
-  /** Stores the member's object unless the cache already has that version; returns its key. */
-  private upsert(cluster: string, resource: CachedResource, memberRVs: Map<string, string>, obj: KubeObject): string | undefined {
-    const key = keyOfMember(obj, cluster);
-    if (key === undefined) return undefined;
-    const meta = obj.metadata;
-    const memberRV = meta.resourceVersion ?? '';
+  /** Serializes a member's objects here on the main thread, all but the versions the cache already holds. */
+  private encode(objects: KubeObject[], t: IntakeTransform, memberRVs: Map<string, string>): EncodedPage {
+    const cluster = t.cluster;
+    return encodeObjects(objects, t, 0, (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === memberRV);
+  }
+
+  /** Stores the page's object i unless the cache already has that version; returns its key. */
+  private upsert(cluster: string, resource: CachedResource, memberRVs: Map<string, string>, page: EncodedPage, i: number): string {
+    const key = memberKey(page.namespaces[i], page.names[i], cluster);
+    const memberRV = page.memberRVs[i];
+    const s = i * page.stride;
+    // Left unserialized when it was encoded: the cache held that version then, and nothing has changed it since.
+    if (page.offsets[s] === page.offsets[s + 3]) return key;
     if (memberRV !== '' && memberRVs.get(key) === memberRV) return key;
-    // Assigning undefined (JSON drops it) keeps the object's shape, unlike delete.
-    if (this.dropManagedFields && meta.managedFields !== undefined) meta.managedFields = undefined;
-    if (meta.labels) meta.labels[CLUSTER_LABEL] = cluster;
-    else meta.labels = { [CLUSTER_LABEL]: cluster };
-    const stored = (resource === 'pods' ? this.pods : this.events).put(obj);
-    // The v1 view shares metadata (same resourceVersion) and is serialized on its own.
-    if (resource === 'events') this.eventsV1.put(coreToEventsV1(obj), stored.rv);
+    const rv = this.clock.next();
+    const digits = String(rv);
+    const namespace = page.namespaces[i];
+    const name = page.names[i];
+    const labels = page.labels[i];
+    const stored = (resource === 'pods' ? this.pods : this.events).putEncoded({ key, namespace, name, json: servedJSON(page, i, 0, digits), labels, fields: page.fields[i] }, rv);
+    // The v1 view shares metadata (same resourceVersion).
+    if (resource === 'events') this.eventsV1.putEncoded({ key: stored.key, namespace, name, json: servedJSON(page, i, 1, digits), labels, fields: page.v1Fields[i] }, rv);
     // The store's copy of the key, not an equal one: one string per object, whoever holds it.
     memberRVs.set(stored.key, memberRV);
     return stored.key;

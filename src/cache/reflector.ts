@@ -17,6 +17,7 @@ import type { Dispatcher } from 'undici';
 import type { KubeObject } from '../api/meta.js';
 import { INITIAL_EVENTS_END_ANNOTATION } from '../api/watch.js';
 import type { Upstream } from '../upstream/client.js';
+import { listItems, listMetadataOf, type EncodedPage } from './intake.js';
 import { errorText } from '../upstream/errors.js';
 import { upstreamPath } from '../upstream/forward.js';
 import { backoff as newBackoff, sleep, type Backoff, type RateLimiter } from './ratelimit.js';
@@ -50,6 +51,8 @@ export interface ListIntake {
    * relist is under way, but never back.
    */
   add(objects: KubeObject[]): void;
+  /** As add, for a page serialized elsewhere (ReflectorOptions.encode); required when the reflector has encode. */
+  addEncoded?(page: EncodedPage): void;
   /** The list is complete at listRV: what the sink holds that no page named is gone. */
   end(listRV: string): void;
   /**
@@ -102,6 +105,12 @@ export interface ReflectorOptions {
   backoff?: Backoff;
   /** Watches ask for timeoutSeconds in [min, 2*min); client-go's minWatchTimeout is 5 minutes. */
   minWatchTimeoutSeconds?: number;
+  /**
+   * Parses and serializes a list page (its JSON bytes, given away) off the main thread: intake workers
+   * (intakepool.ts). The pages then reach the sink by addEncoded, in order, and the next page is fetched while one
+   * is encoded. Without it pages are parsed here and reach the sink by add.
+   */
+  encode?: (page: Buffer) => Promise<EncodedPage>;
 }
 
 /** A watch that ends this quickly without a single event counts as a failure (client-go: "very short watch"). */
@@ -149,10 +158,15 @@ export function startReflector(o: ReflectorOptions): Reflector {
   // Sink calls are wrapped so their failures are told apart from the stream's.
   const sink = {
     /** A list into the sink; abort never throws (it runs on the way out of a failure: a second one would hide the first). */
-    startList: (): ListIntake => {
+    startList: (): ListIntake & { addEncoded(page: EncodedPage): void } => {
       const intake = guard(() => (o.sink.startList ? o.sink.startList() : wholeList(o.sink)));
       return {
         add: (objects) => guard(() => intake.add(objects)),
+        addEncoded: (page) =>
+          guard(() => {
+            if (!intake.addEncoded) throw new Error('the sink takes no encoded pages (addEncoded)');
+            intake.addEncoded(page);
+          }),
         end: (listRV) => guard(() => intake.end(listRV)),
         abort: () => {
           try {
@@ -231,8 +245,12 @@ export function startReflector(o: ReflectorOptions): Reflector {
     let restarts = 0;
     for (;;) {
       // Begun in the sink with the first page: a list refused outright leaves no trace there.
-      let intake: ListIntake | undefined;
+      let intake: ReturnType<typeof sink.startList> | undefined;
       let complete = false;
+      // Encoded pages (o.encode) reach the sink in order, each after the one before it: applied settles once the
+      // last page handed over is in the sink. A page still on its way when the list is given up is dropped.
+      let applied: Promise<void> = Promise.resolve();
+      let givenUp = false;
       try {
         let cont = '';
         let listRV = '';
@@ -249,16 +267,36 @@ export function startReflector(o: ReflectorOptions): Reflector {
             }
             throw f;
           }
+          if (o.encode) {
+            const bytes = await readBytes(r);
+            signal.throwIfAborted();
+            // Read before the bytes are given away; when the items come first, the next page waits for this one.
+            const meta = listMetadataOf(bytes);
+            const encoding = o.encode(bytes);
+            encoding.catch(() => {}); // seen through applied
+            const into = (intake ??= sink.startList());
+            const before = applied;
+            let last: EncodedPage | undefined;
+            applied = before
+              .then(() => encoding)
+              .then((page) => {
+                if (givenUp) return;
+                into.addEncoded(page);
+                count += page.count;
+                last = page;
+              });
+            applied.catch(() => {}); // awaited below
+            // One page ahead at most: the page before this one is in the sink before the next is fetched.
+            await before;
+            if (!meta) await applied;
+            listRV = meta ? meta.resourceVersion : last!.listRV;
+            cont = meta ? meta.continue : last!.continue;
+            continue;
+          }
           const body = JSON.parse(await readText(r)) as { kind?: string; apiVersion?: string; metadata?: { resourceVersion?: string; continue?: string }; items?: KubeObject[] };
           // Stopped while the page was read: nothing more reaches the sink.
           signal.throwIfAborted();
-          const items = body.items ?? [];
-          // List items of built-in kinds come without kind and apiVersion; served objects need them.
-          const kind = body.kind?.endsWith('List') ? body.kind.slice(0, -4) : undefined;
-          for (const it of items) {
-            if (kind && !it.kind) it.kind = kind;
-            if (body.apiVersion && !it.apiVersion) it.apiVersion = body.apiVersion;
-          }
+          const items = listItems(body);
           intake ??= sink.startList();
           intake.add(items);
           count += items.length;
@@ -270,6 +308,7 @@ export function startReflector(o: ReflectorOptions): Reflector {
           log.info({ restarts }, 'list continue token expired; listing again from the start');
           continue;
         }
+        await applied;
         if (!listRV || !intake) throw new RequestFailure('list: the answer carries no resourceVersion', 0, '');
         // Ended, even if end throws: a list is ended or abandoned, not both.
         complete = true;
@@ -277,7 +316,10 @@ export function startReflector(o: ReflectorOptions): Reflector {
         listed(count, listRV);
         return;
       } finally {
-        if (!complete) intake?.abort();
+        if (!complete) {
+          givenUp = true;
+          intake?.abort();
+        }
       }
     }
   }
@@ -556,6 +598,20 @@ function wholeList(s: ReflectorSink): ListIntake {
 function bodyStream(r: Dispatcher.ResponseData): Readable {
   const enc = r.headers['content-encoding'];
   return enc === 'gzip' ? (r.body as Readable).pipe(createGunzip()) : (r.body as Readable);
+}
+
+/** The whole body, in a buffer of its own (it is given away whole: ReflectorOptions.encode). */
+async function readBytes(r: Dispatcher.ResponseData): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let n = 0;
+  for await (const chunk of bodyStream(r)) {
+    chunks.push(chunk as Buffer);
+    n += (chunk as Buffer).length;
+  }
+  const b = Buffer.allocUnsafeSlow(n);
+  let at = 0;
+  for (const c of chunks) at += c.copy(b, at);
+  return b;
 }
 
 async function readText(r: Dispatcher.ResponseData): Promise<string> {

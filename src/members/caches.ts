@@ -6,6 +6,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
+import { startIntakePool } from '../cache/intakepool.js';
 import { tokenBucket } from '../cache/ratelimit.js';
 import { startReflector, type Reflector } from '../cache/reflector.js';
 import type { StaleMember } from '../cache/serve.js';
@@ -25,6 +26,8 @@ export interface MemberCachesOptions {
   burst: number;
   log: Logger;
   registry?: Registry;
+  /** Threads that parse and serialize list pages (cache.intakeWorkers); 0: the main thread does. */
+  intakeWorkers?: number;
 }
 
 export interface MemberCaches {
@@ -43,6 +46,7 @@ interface Running {
 export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   const running = new Map<string, Running>();
   const metrics = o.registry ? memberMetrics(o.registry) : undefined;
+  const pool = o.intakeWorkers ? startIntakePool({ workers: o.intakeWorkers, log: o.log, onCrash: () => metrics?.intakeCrashes.inc() }) : undefined;
 
   const start = (name: string): void => {
     const conn = o.connections.get(name);
@@ -65,11 +69,13 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
       if (stale) o.log.warn({ member: name, error: stale.lastError }, 'member cache is stale');
     };
     for (const { resource, path } of RESOURCES) {
+      const sink = o.cache.sink(name, resource);
       state.reflectors.push(
         startReflector({
           upstream: conn.upstream,
           path,
-          sink: o.cache.sink(name, resource),
+          sink,
+          encode: pool ? (page) => pool.encode(page, sink.transform) : undefined,
           limiter,
           log: o.log.child({ member: name, resource }),
           onStatus,
@@ -157,6 +163,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
     async close() {
       unsubscribe();
       await Promise.all([...running.keys()].map(stop));
+      await pool?.close();
     },
   };
 }
@@ -187,6 +194,11 @@ function memberMetrics(registry: Registry) {
     events: new Counter({ name: 'fleetgate_member_watch_events_total', help: 'Watch events received from the member cluster.', labelNames: ['cluster', 'resource'], registers: [registry] }),
     watchRestarts: new Counter({ name: 'fleetgate_member_watch_restarts_total', help: 'Watches of the member cluster restarted.', labelNames: ['cluster', 'resource'], registers: [registry] }),
     relists: new Counter({ name: 'fleetgate_member_relists_total', help: 'Relists of the member cluster (after 410 or errors).', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    intakeCrashes: new Counter({
+      name: 'fleetgate_member_intake_worker_crashes_total',
+      help: 'Intake workers (cache.intakeWorkers) that died; the lists they were parsing are listed again.',
+      registers: [registry],
+    }),
     lag: new Gauge({ name: 'fleetgate_member_seconds_since_last_event', help: 'Seconds since the member cluster last sent a watch event or bookmark.', labelNames: ['cluster', 'resource'], registers: [registry] }),
   };
   return m;

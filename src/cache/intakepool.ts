@@ -1,0 +1,121 @@
+// Intake workers: threads that parse and serialize member list pages (intakeworker.ts), so that a cold sync of a
+// million objects is not JSON.parse + JSON.stringify of each on the main thread, which also serves every request.
+// The main thread reads a page's bytes, hands them over (transferred, not copied), and stores what comes back.
+//
+// A worker that dies fails the pages it held (their lists are abandoned and retried by their reflectors, as after
+// any failed list) and is replaced.
+
+import { Worker } from 'node:worker_threads';
+import type { Logger } from 'pino';
+import type { EncodedPage, IntakeTransform } from './intake.js';
+import type { IntakeRequest } from './intakeworker.js';
+
+export interface IntakePool {
+  /** The page (a list answer's JSON) made the cache's by a worker; page's memory is given away. */
+  encode(page: Buffer, t: IntakeTransform): Promise<EncodedPage>;
+  readonly size: number;
+  /** Workers that died and were replaced. */
+  readonly crashes: number;
+  close(): Promise<void>;
+}
+
+export interface IntakePoolOptions {
+  workers: number;
+  log: Logger;
+  /** Called when a worker dies. */
+  onCrash?: () => void;
+  /** Tests: make the n-th request (from 1) kill its worker. */
+  faultAt?: (n: number) => 'exit' | undefined;
+}
+
+interface Slot {
+  worker: Worker;
+  pending: Map<number, { resolve: (p: EncodedPage) => void; reject: (e: Error) => void }>;
+}
+
+/** The worker thread, from the built .js or, under tsx and vitest, from the .ts source (tsx registered in the thread). */
+function spawn(): Worker {
+  const ts = import.meta.url.endsWith('.ts');
+  const url = new URL(ts ? './intakeworker.ts' : './intakeworker.js', import.meta.url);
+  if (!ts) return new Worker(url);
+  return new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`, { eval: true });
+}
+
+export function startIntakePool(o: IntakePoolOptions): IntakePool {
+  if (o.workers < 1) throw new Error('an intake pool needs at least one worker');
+  const log = o.log.child({ component: 'intake-pool' });
+  let nextID = 0;
+  let requests = 0;
+  let crashes = 0;
+  let closed = false;
+  const slots: Slot[] = [];
+
+  const start = (i: number): void => {
+    const worker = spawn();
+    const slot: Slot = { worker, pending: new Map() };
+    slots[i] = slot;
+    // Idle workers do not keep the process alive; a busy one does (ref below).
+    worker.unref();
+    worker.on('message', (m: { id: number; page?: EncodedPage; error?: string }) => {
+      const p = slot.pending.get(m.id);
+      if (!p) return;
+      slot.pending.delete(m.id);
+      if (slot.pending.size === 0) worker.unref();
+      if (m.error !== undefined || !m.page) return p.reject(new Error(`intake worker: ${m.error ?? 'no page'}`));
+      const page = m.page;
+      // Transferred typed arrays arrive as Uint8Array.
+      const bytes = page.bytes as Uint8Array;
+      page.bytes = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+      p.resolve(page);
+    });
+    let failed = false;
+    const fail = (why: string) => {
+      if (failed) return;
+      failed = true;
+      const err = new Error(`intake worker died: ${why}`);
+      for (const p of slot.pending.values()) p.reject(err);
+      slot.pending.clear();
+      if (closed) return;
+      crashes++;
+      o.onCrash?.();
+      log.error({ worker: i, err: why }, 'intake worker died; starting another');
+      start(i);
+    };
+    worker.on('error', (e) => fail(e.message));
+    worker.on('exit', (code) => fail(`exit code ${code}`));
+  };
+  for (let i = 0; i < o.workers; i++) start(i);
+
+  return {
+    encode(page, t) {
+      if (closed) return Promise.reject(new Error('intake pool closed'));
+      // The least busy worker; the first of equals.
+      let slot = slots[0]!;
+      for (const s of slots) if (s.pending.size < slot.pending.size) slot = s;
+      // The bytes go over whole: a buffer sharing its memory with others (Buffer's pool) is copied first.
+      let own = page;
+      if (page.byteOffset !== 0 || page.buffer.byteLength !== page.byteLength || !(page.buffer instanceof ArrayBuffer)) {
+        own = Buffer.allocUnsafeSlow(page.byteLength);
+        page.copy(own);
+      }
+      const id = ++nextID;
+      const msg: IntakeRequest = { id, page: own.buffer as ArrayBuffer, length: own.byteLength, transform: t, fault: o.faultAt?.(++requests) };
+      return new Promise<EncodedPage>((resolve, reject) => {
+        slot.pending.set(id, { resolve, reject });
+        slot.worker.ref();
+        slot.worker.postMessage(msg, [msg.page]);
+      });
+    },
+    get size() {
+      return slots.length;
+    },
+    get crashes() {
+      return crashes;
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await Promise.all(slots.map((s) => s.worker.terminate()));
+    },
+  };
+}

@@ -117,6 +117,11 @@ export interface CacheConfig {
   windowSize: number;
   /** Drop metadata.managedFields from cached objects (they are large and kubectl hides them). */
   dropManagedFields: boolean;
+  /**
+   * Threads that parse and serialize the members' list pages, so a cold sync does not hold the main thread (which
+   * serves every request); 0: the main thread does it all. Default: one less than the CPUs, at least 1, at most 4.
+   */
+  intakeWorkers: number;
   /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */
   facade?: { kubeconfig: string; context: string };
 }

@@ -7,6 +7,7 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
 import { startIntakePool } from '../cache/intakepool.js';
+import { defaultIntakeWorkers } from '../config/index.js';
 import { tokenBucket } from '../cache/ratelimit.js';
 import { startReflector, type Reflector } from '../cache/reflector.js';
 import type { StaleMember } from '../cache/serve.js';
@@ -26,7 +27,7 @@ export interface MemberCachesOptions {
   burst: number;
   log: Logger;
   registry?: Registry;
-  /** Threads that parse and serialize list pages (cache.intakeWorkers); 0: the main thread does. */
+  /** Threads that parse and serialize list pages (cache.intakeWorkers; its default when absent); 0: the main thread does. */
   intakeWorkers?: number;
 }
 
@@ -46,7 +47,8 @@ interface Running {
 export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   const running = new Map<string, Running>();
   const metrics = o.registry ? memberMetrics(o.registry) : undefined;
-  const pool = o.intakeWorkers ? startIntakePool({ workers: o.intakeWorkers, log: o.log, onCrash: () => metrics?.intakeCrashes.inc() }) : undefined;
+  const workers = o.intakeWorkers ?? defaultIntakeWorkers();
+  const pool = workers > 0 ? startIntakePool({ workers, log: o.log, onCrash: () => metrics?.intakeCrashes.inc() }) : undefined;
 
   const start = (name: string): void => {
     const conn = o.connections.get(name);

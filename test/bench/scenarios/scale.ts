@@ -4,6 +4,9 @@
 //
 //   sim child:     startSimFleet (members with generated pods) + a control plane; commands: churn, ceiling, rss
 //   gateway child: startTestGateway with the members as static members; reports time to ready; commands: rss
+//
+// FLEETGATE_BENCH_INTAKE_WORKERS=<n> sets the gateway's cache.intakeWorkers (0: lists parsed on its main thread);
+// unset, the gateway's default.
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent as HttpsAgent, createServer as createHttpsServer, get as httpsGet } from 'node:https';
@@ -346,11 +349,12 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
 async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Array<{ name: string; kubeconfig: string }> }): Promise<void> {
   const { startTestGateway } = await import('../../support/gateway.js');
   const members = arg.members.map((m) => `    - name: ${m.name}\n      kubeconfig: ${m.kubeconfig}`).join('\n');
+  const intake = process.env.FLEETGATE_BENCH_INTAKE_WORKERS ? `  intakeWorkers: ${Number(process.env.FLEETGATE_BENCH_INTAKE_WORKERS)}\n` : '';
   const t0 = performance.now();
   const gw = await startTestGateway({
     controlPlaneKubeconfig: arg.controlPlaneKubeconfig,
     requestTimeoutSeconds: 120,
-    extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n  members:\n${members}\n`,
+    extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n${intake}  members:\n${members}\n`,
   });
   const startedMs = performance.now() - t0;
   const caches = gw.running.gateway.members!.caches;

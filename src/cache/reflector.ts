@@ -280,7 +280,8 @@ export function startReflector(o: ReflectorOptions): Reflector {
             applied = before
               .then(() => encoding)
               .then((page) => {
-                if (givenUp) return;
+                // Stopped while the page was encoded: nothing more reaches the sink.
+                if (givenUp || signal.aborted) return;
                 into.addEncoded(page);
                 count += page.count;
                 last = page;

@@ -7,7 +7,7 @@
 
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
-import type { EncodedPage, IntakeTransform } from './intake.js';
+import { fromWire, type EncodedPage, type IntakeTransform, type WirePage } from './intake.js';
 import type { IntakeRequest } from './intakeworker.js';
 
 export interface IntakePool {
@@ -56,17 +56,13 @@ export function startIntakePool(o: IntakePoolOptions): IntakePool {
     slots[i] = slot;
     // Idle workers do not keep the process alive; a busy one does (ref below).
     worker.unref();
-    worker.on('message', (m: { id: number; page?: EncodedPage; error?: string }) => {
+    worker.on('message', (m: { id: number; page?: WirePage; error?: string }) => {
       const p = slot.pending.get(m.id);
       if (!p) return;
       slot.pending.delete(m.id);
       if (slot.pending.size === 0) worker.unref();
       if (m.error !== undefined || !m.page) return p.reject(new Error(`intake worker: ${m.error ?? 'no page'}`));
-      const page = m.page;
-      // Transferred typed arrays arrive as Uint8Array.
-      const bytes = page.bytes as Uint8Array;
-      page.bytes = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-      p.resolve(page);
+      p.resolve(fromWire(m.page));
     });
     let failed = false;
     const fail = (why: string) => {

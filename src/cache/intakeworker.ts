@@ -2,7 +2,7 @@
 // main thread only copies bytes into the store.
 
 import { parentPort } from 'node:worker_threads';
-import { encodeList, type IntakeTransform } from './intake.js';
+import { encodeList, toWire, type IntakeTransform } from './intake.js';
 
 export interface IntakeRequest {
   id: number;
@@ -20,7 +20,7 @@ port.on('message', (m: IntakeRequest) => {
   try {
     const text = Buffer.from(m.page, 0, m.length).toString('utf8');
     const page = encodeList(text, m.transform, Math.ceil(m.length * (m.transform.resource === 'events' ? 2.2 : 1.1)));
-    port.postMessage({ id: m.id, page }, [page.bytes.buffer as ArrayBuffer, page.offsets.buffer as ArrayBuffer]);
+    port.postMessage({ id: m.id, page: toWire(page) }, [page.bytes.buffer as ArrayBuffer, page.offsets.buffer as ArrayBuffer]);
   } catch (e) {
     // Not a crash: the page could not be read (the list fails and is retried).
     port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });

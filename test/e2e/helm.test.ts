@@ -293,7 +293,7 @@ describe.skipIf(!requireGo())('the Helm chart', () => {
       expect([probe(FULL), probe(`${FULL}-cache`)]).toEqual(['/readyz', '/readyz']);
       // node sizes its heap without regard to the container's limit: the chart sets it, per component.
       const heap = (d: string) => find(objs, 'Deployment', d).spec.template.spec.containers[0].env.find((e: any) => e.name === 'NODE_OPTIONS')?.value;
-      expect([heap(FULL), heap(`${FULL}-cache`)]).toEqual(['--max-old-space-size=3072', '--max-old-space-size=6144']);
+      expect([heap(FULL), heap(`${FULL}-cache`)]).toEqual(['--max-old-space-size=2048', '--max-old-space-size=4096']);
     });
 
     it('accepts every optional object: HPA, ServiceMonitor, NetworkPolicies', async () => {

@@ -3,11 +3,9 @@
 // managedFields dropped, the selectable fields, for events the events.k8s.io/v1 view, and the JSON as served.
 //
 // The served JSON carries the gateway's resourceVersion, which only the main thread can issue, and only when it
-// stores the object. So the object is serialized with a placeholder as metadata.resourceVersion, and its bytes are
-// laid out in a buffer of their own with a gap as wide as the resourceVersions being issued: storing is then
-// writing the digits into the gap, and the buffer becomes the stored object's as it is (a worker's buffers are
-// transferred, not copied). Allocating and first touching a million buffers is a good part of a cold sync: it
-// happens on the worker's thread.
+// stores the object. So the object is serialized with a placeholder as metadata.resourceVersion, and the bytes
+// around the placeholder are kept: storing is then head + the version's digits + tail, a copy instead of a
+// JSON.stringify and a UTF-8 encode.
 
 import { randomBytes } from 'node:crypto';
 import { coreToEventsV1 } from '../api/eventconv.js';
@@ -24,25 +22,22 @@ export interface IntakeTransform {
   cluster: string;
   resource: CachedResource;
   dropManagedFields: boolean;
-  /** How many digits the resourceVersions being issued have: the width of the gap left for them. */
-  rvDigits: number;
 }
 
 /**
- * A page of a member's objects, serialized. Object i is namespaces[i]/names[i]; view v of it (1 for events: the
- * events.k8s.io/v1 view) is json[i * views + v]: its JSON, in a buffer of its own, with a gap of rvDigits bytes at
- * at[i * views + v] where the resourceVersion's digits go (servedJSON). An object the caller said it already holds
- * (unchanged) has no JSON.
+ * A page of a member's objects, serialized. Object i is namespaces[i]/names[i]; its JSON is
+ * bytes[offsets[s], offsets[s+1]) + the resourceVersion's digits + bytes[offsets[s+2], offsets[s+3]) with
+ * s = i * stride, and for events the v1 view follows in the same way at s + 4. An object the caller said it
+ * already holds (unchanged) has no bytes: all its offsets are equal.
  */
 export interface EncodedPage {
   /** The list's metadata, when the page came as a list. */
   listRV: string;
   continue: string;
   count: number;
-  views: 1 | 2;
-  rvDigits: number;
-  json: Array<Buffer | undefined>;
-  at: Uint32Array;
+  stride: number;
+  bytes: Buffer;
+  offsets: Uint32Array;
   namespaces: string[];
   names: string[];
   memberRVs: string[];
@@ -89,10 +84,32 @@ export function listItems(body: ListBody): KubeObject[] {
  * use afterwards. unchanged(namespace, name, memberRV): the caller already holds that version (it is left
  * unserialized). Objects without a name are left out.
  */
-export function encodeObjects(objects: KubeObject[], t: IntakeTransform, unchanged?: (namespace: string, name: string, memberRV: string) => boolean): EncodedPage {
-  const views = t.resource === 'events' ? 2 : 1;
+export function encodeObjects(objects: KubeObject[], t: IntakeTransform, sizeHint = 0, unchanged?: (namespace: string, name: string, memberRV: string) => boolean): EncodedPage {
+  const stride = t.resource === 'events' ? 8 : 4;
   const n = objects.length;
-  const page: EncodedPage = { listRV: '', continue: '', count: 0, views, rvDigits: t.rvDigits, json: new Array(n * views), at: new Uint32Array(n * views), namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
+  const offsets = new Uint32Array(n * stride);
+  const page: EncodedPage = { listRV: '', continue: '', count: 0, stride, bytes: Buffer.allocUnsafeSlow(sizeHint), offsets, namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
+  let pos = 0;
+  /** Writes one serialization at pos, recording where its placeholder is. */
+  const write = (json: string, s: number) => {
+    let buf = page.bytes;
+    // Room enough even if every character takes 3 bytes; measured only when that is not certain.
+    if (buf.length - pos < json.length * 3) {
+      const need = Buffer.byteLength(json, 'utf8');
+      if (buf.length - pos < need) {
+        const grown = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, pos + need, 64 * 1024));
+        buf.copy(grown, 0, 0, pos);
+        page.bytes = buf = grown;
+      }
+    }
+    const start = pos;
+    pos += buf.write(json, pos, 'utf8');
+    const at = buf.indexOf(placeholderBytes, start);
+    offsets[s] = start;
+    offsets[s + 1] = at;
+    offsets[s + 2] = at + PLACEHOLDER_LENGTH;
+    offsets[s + 3] = pos;
+  };
   let i = 0;
   for (const obj of objects) {
     const meta = obj?.metadata;
@@ -100,15 +117,16 @@ export function encodeObjects(objects: KubeObject[], t: IntakeTransform, unchang
     const namespace = meta.namespace ?? '';
     const name = meta.name;
     const memberRV = meta.resourceVersion ?? '';
-    const s = i * views;
+    const s = i * stride;
     page.namespaces.push(namespace);
     page.names.push(name);
     page.memberRVs.push(memberRV);
     i++;
     if (unchanged?.(namespace, name, memberRV)) {
-      page.labels.push(EMPTY);
-      page.fields.push(EMPTY);
-      page.v1Fields.push(EMPTY);
+      offsets.fill(pos, s, s + stride);
+      page.labels.push(meta.labels ?? {});
+      page.fields.push({});
+      page.v1Fields.push({});
       continue;
     }
     // Assigning undefined (JSON drops it) keeps the object's shape, unlike delete.
@@ -118,43 +136,19 @@ export function encodeObjects(objects: KubeObject[], t: IntakeTransform, unchang
     page.labels.push(meta.labels);
     if (t.resource === 'pods') {
       page.fields.push(podFields(obj));
-      page.v1Fields.push(EMPTY);
-      lay(page, s, serialize(obj));
+      page.v1Fields.push({});
+      write(serialize(obj), s);
     } else {
       page.fields.push(eventFields(obj));
-      lay(page, s, serialize(obj));
+      write(serialize(obj), s);
       // The v1 view shares metadata, placeholder included.
       const v1 = coreToEventsV1(obj);
       page.v1Fields.push(eventFields(v1));
-      lay(page, s + 1, serialize(v1));
+      write(serialize(v1), s + 4);
     }
   }
   page.count = i;
-  page.json.length = i * views;
   return page;
-}
-
-const EMPTY: Record<string, string> = {};
-
-/** Where JSON is encoded first: one buffer per thread, reused. */
-let scratch = Buffer.allocUnsafeSlow(256 * 1024);
-
-/** JSON (with the placeholder) laid out in a buffer of its own, the placeholder replaced by a gap, as view s. */
-function lay(page: EncodedPage, s: number, json: string): void {
-  // Room enough even if every character takes 3 bytes; measured only when that is not certain.
-  if (scratch.length < json.length * 3) {
-    const need = Buffer.byteLength(json, 'utf8');
-    if (scratch.length < need) scratch = Buffer.allocUnsafeSlow(Math.max(scratch.length * 2, need));
-  }
-  const n = scratch.write(json, 0, 'utf8');
-  // The first occurrence is within [0, n): the placeholder is in json.
-  const at = scratch.indexOf(placeholderBytes);
-  const gap = page.rvDigits;
-  const out = Buffer.allocUnsafeSlow(n - PLACEHOLDER_LENGTH + gap);
-  scratch.copy(out, 0, 0, at);
-  scratch.copy(out, at + gap, at + PLACEHOLDER_LENGTH, n);
-  page.json[s] = out;
-  page.at[s] = at;
 }
 
 /** obj's JSON with the placeholder as metadata.resourceVersion, which occurs nowhere else in it. */
@@ -171,34 +165,31 @@ function serialize(obj: KubeObject): string {
 }
 
 /** A list answer's text made into its page. */
-export function encodeList(text: string, t: IntakeTransform): EncodedPage {
+export function encodeList(text: string, t: IntakeTransform, sizeHint = 0): EncodedPage {
   const body = JSON.parse(text) as ListBody;
-  const page = encodeObjects(listItems(body), t);
+  const page = encodeObjects(listItems(body), t, sizeHint);
   page.listRV = body.metadata?.resourceVersion ?? '';
   page.continue = body.metadata?.continue ?? '';
   return page;
 }
 
-/** An EncodedPage as it crosses between threads: the JSON buffers transferred, the small parts as JSON text. */
+/** An EncodedPage as it crosses between threads: the bytes and offsets transferred, the small parts as JSON. */
 export interface WirePage {
   listRV: string;
   continue: string;
   count: number;
-  views: 1 | 2;
-  rvDigits: number;
-  json: Array<Uint8Array | undefined>;
-  at: Uint32Array;
+  stride: number;
+  bytes: Uint8Array;
+  offsets: Uint32Array;
   /** [namespaces, names, memberRVs, labels, fields, v1Fields] */
   parts: string;
 }
 
-/** The page for postMessage, and what to transfer with it. */
-export function toWire(page: EncodedPage): { wire: WirePage; transfer: ArrayBuffer[] } {
-  const { listRV, count, views, rvDigits, json, at } = page;
+/** The page for postMessage (transfer wire.bytes.buffer and wire.offsets.buffer). */
+export function toWire(page: EncodedPage): WirePage {
+  const { listRV, count, stride, bytes, offsets } = page;
   const parts = JSON.stringify([page.namespaces, page.names, page.memberRVs, page.labels, page.fields, page.v1Fields]);
-  const transfer: ArrayBuffer[] = [at.buffer as ArrayBuffer];
-  for (const b of json) if (b) transfer.push(b.buffer as ArrayBuffer);
-  return { wire: { listRV, continue: page.continue, count, views, rvDigits, json, at, parts }, transfer };
+  return { listRV, continue: page.continue, count, stride, bytes, offsets, parts };
 }
 
 /**
@@ -208,33 +199,24 @@ export function toWire(page: EncodedPage): { wire: WirePage; transfer: ArrayBuff
  */
 export function fromWire(wire: WirePage): EncodedPage {
   const [namespaces, names, memberRVs, labels, fields, v1Fields] = JSON.parse(wire.parts) as [string[], string[], string[], Record<string, string>[], Record<string, string>[], Record<string, string>[]];
-  // Transferred buffers arrive as plain Uint8Arrays.
-  const json = wire.json.map((b) => (b ? Buffer.from(b.buffer, b.byteOffset, b.byteLength) : undefined));
-  return { listRV: wire.listRV, continue: wire.continue, count: wire.count, views: wire.views, rvDigits: wire.rvDigits, json, at: wire.at, namespaces, names, memberRVs, labels, fields, v1Fields };
+  const b = wire.bytes;
+  const bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
+  return { listRV: wire.listRV, continue: wire.continue, count: wire.count, stride: wire.stride, bytes, offsets: wire.offsets, namespaces, names, memberRVs, labels, fields, v1Fields };
 }
 
 /**
- * Object i's served JSON under rv (view 0: the object, 1: its events.k8s.io/v1 view), in a buffer of its own (see
- * ownBytes in store.ts): the page's own buffer with the digits written in when they fit its gap (the page lets go
- * of it), else a copy. Once per object and view.
+ * Object i's served JSON under rv (view 0: the object, 1: the events.k8s.io/v1 view), in a buffer of its own
+ * (see ownBytes in store.ts).
  */
 export function servedJSON(page: EncodedPage, i: number, view: 0 | 1, rv: string): Buffer {
-  const s = i * page.views + view;
-  const b = page.json[s];
-  if (!b) throw new Error(`object ${i} of the page has no JSON (unchanged, or taken already)`);
-  page.json[s] = undefined;
-  const at = page.at[s];
-  const gap = page.rvDigits;
-  if (rv.length === gap) {
-    for (let k = 0; k < gap; k++) b[at + k] = rv.charCodeAt(k);
-    return b;
-  }
-  // The resourceVersions grew a digit since the page was encoded.
-  const out = Buffer.allocUnsafeSlow(b.length - gap + rv.length);
-  b.copy(out, 0, 0, at);
-  for (let k = 0; k < rv.length; k++) out[at + k] = rv.charCodeAt(k);
-  b.copy(out, at + rv.length, at + gap);
-  return out;
+  const s = i * page.stride + view * 4;
+  const o = page.offsets;
+  const head = o[s + 1] - o[s];
+  const b = Buffer.allocUnsafeSlow(head + rv.length + o[s + 3] - o[s + 2]);
+  page.bytes.copy(b, 0, o[s], o[s + 1]);
+  b.write(rv, head, 'latin1');
+  page.bytes.copy(b, head + rv.length, o[s + 2], o[s + 3]);
+  return b;
 }
 
 /**

@@ -19,8 +19,8 @@ port.on('message', (m: IntakeRequest) => {
   if (m.fault === 'exit') process.exit(3);
   try {
     const text = Buffer.from(m.page, 0, m.length).toString('utf8');
-    const { wire, transfer } = toWire(encodeList(text, m.transform));
-    port.postMessage({ id: m.id, page: wire }, transfer);
+    const page = encodeList(text, m.transform, Math.ceil(m.length * (m.transform.resource === 'events' ? 2.2 : 1.1)));
+    port.postMessage({ id: m.id, page: toWire(page) }, [page.bytes.buffer as ArrayBuffer, page.offsets.buffer as ArrayBuffer]);
   } catch (e) {
     // Not a crash: the page could not be read (the list fails and is retried).
     port.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });

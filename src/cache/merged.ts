@@ -25,8 +25,8 @@ export interface MemberListIntake extends ListIntake {
 /** A member's sink: lists page by page for its reflector, and whole (replace) for callers that have them whole. */
 export interface MemberSink extends ReflectorSink {
   startList(): MemberListIntake;
-  /** What an intake worker is to do to this sink's objects before addEncoded, as of now. */
-  transform(): IntakeTransform;
+  /** What an intake worker does to this sink's objects before addEncoded. */
+  readonly transform: IntakeTransform;
   replace(objects: KubeObject[], listRV: string): void;
   progress(rv: string): void;
 }
@@ -100,7 +100,7 @@ export class MergedCache {
   sink(cluster: string, resource: CachedResource): MemberSink {
     const state = this.memberState(cluster);
     const memberRVs = state.memberRVs[resource];
-    const transform = (): IntakeTransform => ({ cluster, resource, dropManagedFields: this.dropManagedFields, rvDigits: String(this.clock.current() + 1).length });
+    const transform: IntakeTransform = { cluster, resource, dropManagedFields: this.dropManagedFields };
     const startList = (): MemberListIntake => {
       // The keys this list has named; the store's own strings, so the set costs a slot per key.
       let seen: Set<string> | undefined = new Set<string>();
@@ -111,7 +111,7 @@ export class MergedCache {
       return {
         add: (objects: KubeObject[]) => {
           if (state.removed || !seen) return;
-          addEncoded(this.encode(objects, transform(), memberRVs));
+          addEncoded(this.encode(objects, transform, memberRVs));
         },
         addEncoded,
         end: (listRV) => {
@@ -143,7 +143,7 @@ export class MergedCache {
           const key = keyOfMember(obj, cluster);
           if (key !== undefined) this.removeKey(resource, memberRVs, key);
         } else {
-          const page = this.encode([obj], transform(), memberRVs);
+          const page = this.encode([obj], transform, memberRVs);
           if (page.count === 1) this.upsert(cluster, resource, memberRVs, page, 0);
         }
         if (memberRV) state.lastSeen[resource] = memberRV;
@@ -254,15 +254,16 @@ export class MergedCache {
   /** Serializes a member's objects here on the main thread, all but the versions the cache already holds. */
   private encode(objects: KubeObject[], t: IntakeTransform, memberRVs: Map<string, string>): EncodedPage {
     const cluster = t.cluster;
-    return encodeObjects(objects, t, (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === memberRV);
+    return encodeObjects(objects, t, 0, (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === memberRV);
   }
 
   /** Stores the page's object i unless the cache already has that version; returns its key. */
   private upsert(cluster: string, resource: CachedResource, memberRVs: Map<string, string>, page: EncodedPage, i: number): string {
     const key = memberKey(page.namespaces[i], page.names[i], cluster);
     const memberRV = page.memberRVs[i];
+    const s = i * page.stride;
     // Left unserialized when it was encoded: the cache held that version then, and nothing has changed it since.
-    if (!page.json[i * page.views]) return key;
+    if (page.offsets[s] === page.offsets[s + 3]) return key;
     if (memberRV !== '' && memberRVs.get(key) === memberRV) return key;
     const rv = this.clock.next();
     const digits = String(rv);

@@ -77,7 +77,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
           upstream: conn.upstream,
           path,
           sink,
-          encode: pool ? (page) => pool.encode(page, sink.transform()) : undefined,
+          encode: pool ? (page) => pool.encode(page, sink.transform) : undefined,
           limiter,
           log: o.log.child({ member: name, resource }),
           onStatus,

@@ -107,7 +107,7 @@ describe('intake workers', () => {
       const pool = startIntakePool({ workers, log });
       cleanups.push(() => pool.close());
       const plain = await sync(m, undefined);
-      const viaPool = await sync(m, () => (page) => pool.encode(page, { cluster: 'm1', resource: 'pods', dropManagedFields: true, rvDigits: 4 }));
+      const viaPool = await sync(m, () => (page) => pool.encode(page, { cluster: 'm1', resource: 'pods', dropManagedFields: true }));
       expect(viaPool.order).toEqual(pods.map((p) => p.metadata.name));
       expect(viaPool.order).toEqual(plain.order);
       const bytes = (c: MergedCache) => [...c.pods.values()].map((s) => `${s.key} ${s.rv} ${s.json.toString('utf8')} ${JSON.stringify(s.fields)} ${JSON.stringify(s.labels)}`);
@@ -125,7 +125,7 @@ describe('intake workers', () => {
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
       const text = bytes.toString('utf8');
-      const promise = gate.then(() => encodeList(text, { cluster: 'm1', resource: 'pods', dropManagedFields: true, rvDigits: 4 }));
+      const promise = gate.then(() => encodeList(text, { cluster: 'm1', resource: 'pods', dropManagedFields: true }));
       held.push({ bytes, release, promise });
       return promise;
     };
@@ -151,7 +151,7 @@ describe('intake workers', () => {
     cleanups.push(m.close);
     const pool = startIntakePool({ workers: 2, log });
     cleanups.push(() => pool.close());
-    const { order } = await sync(m, () => (page) => pool.encode(page, { cluster: 'm1', resource: 'pods', dropManagedFields: true, rvDigits: 4 }));
+    const { order } = await sync(m, () => (page) => pool.encode(page, { cluster: 'm1', resource: 'pods', dropManagedFields: true }));
     expect(order).toEqual(pods.map((p) => p.metadata.name));
   });
 
@@ -161,7 +161,7 @@ describe('intake workers', () => {
     let crashed = 0;
     const pool: IntakePool = startIntakePool({ workers: 1, log, faultAt: (n) => (n === 3 ? 'exit' : undefined), onCrash: () => crashed++ });
     cleanups.push(() => pool.close());
-    const { cache, aborted, reflector } = await sync(m, () => (page) => pool.encode(page, { cluster: 'm1', resource: 'pods', dropManagedFields: true, rvDigits: 4 }));
+    const { cache, aborted, reflector } = await sync(m, () => (page) => pool.encode(page, { cluster: 'm1', resource: 'pods', dropManagedFields: true }));
     expect(pool.crashes).toBe(1);
     expect(crashed).toBe(1);
     expect(aborted.n).toBe(1);

@@ -3,7 +3,8 @@
 // The main thread reads a page's bytes, hands them over (transferred, not copied), and stores what comes back.
 //
 // A worker that dies fails the pages it held (their lists are abandoned and retried by their reflectors, as after
-// any failed list) and is replaced.
+// any failed list) and is replaced: at once, or after a growing pause when it died soon after it started (a worker
+// that cannot start must not be restarted in a tight loop).
 
 import { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
@@ -30,6 +31,8 @@ export interface IntakePoolOptions {
 
 interface Slot {
   worker: Worker;
+  /** Died; its replacement is not started yet. */
+  down: boolean;
   pending: Map<number, { resolve: (p: EncodedPage) => void; reject: (e: Error) => void }>;
 }
 
@@ -41,6 +44,10 @@ function spawn(): Worker {
   return new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`, { eval: true });
 }
 
+/** A worker that dies sooner than this after its start died young: its replacement waits. */
+const YOUNG_MS = 5000;
+const MAX_PAUSE_MS = 30_000;
+
 export function startIntakePool(o: IntakePoolOptions): IntakePool {
   if (o.workers < 1) throw new Error('an intake pool needs at least one worker');
   const log = o.log.child({ component: 'intake-pool' });
@@ -49,10 +56,13 @@ export function startIntakePool(o: IntakePoolOptions): IntakePool {
   let crashes = 0;
   let closed = false;
   const slots: Slot[] = [];
+  /** Per slot: how many of its workers in a row died young. */
+  const young: number[] = [];
 
   const start = (i: number): void => {
     const worker = spawn();
-    const slot: Slot = { worker, pending: new Map() };
+    const startedAt = Date.now();
+    const slot: Slot = { worker, down: false, pending: new Map() };
     slots[i] = slot;
     // Idle workers do not keep the process alive; a busy one does (ref below).
     worker.unref();
@@ -68,14 +78,17 @@ export function startIntakePool(o: IntakePoolOptions): IntakePool {
     const fail = (why: string) => {
       if (failed) return;
       failed = true;
+      slot.down = true;
       const err = new Error(`intake worker died: ${why}`);
       for (const p of slot.pending.values()) p.reject(err);
       slot.pending.clear();
       if (closed) return;
       crashes++;
       o.onCrash?.();
-      log.error({ worker: i, err: why }, 'intake worker died; starting another');
-      start(i);
+      young[i] = Date.now() - startedAt < YOUNG_MS ? (young[i] ?? 0) + 1 : 0;
+      const pause = young[i] ? Math.min(MAX_PAUSE_MS, 100 * 2 ** (young[i] - 1)) : 0;
+      log.error({ worker: i, err: why, restartInMs: pause }, 'intake worker died; starting another');
+      setTimeout(() => closed || start(i), pause).unref();
     };
     worker.on('error', (e) => fail(e.message));
     worker.on('exit', (code) => fail(`exit code ${code}`));
@@ -85,9 +98,10 @@ export function startIntakePool(o: IntakePoolOptions): IntakePool {
   return {
     encode(page, t) {
       if (closed) return Promise.reject(new Error('intake pool closed'));
-      // The least busy worker; the first of equals.
-      let slot = slots[0]!;
-      for (const s of slots) if (s.pending.size < slot.pending.size) slot = s;
+      // The least busy worker that is up; the first of equals.
+      let slot: Slot | undefined;
+      for (const s of slots) if (!s.down && (!slot || s.pending.size < slot.pending.size)) slot = s;
+      if (!slot) return Promise.reject(new Error('no intake worker is running (they keep dying at start)'));
       // The bytes go over whole: a buffer sharing its memory with others (Buffer's pool) is copied first.
       let own = page;
       if (page.byteOffset !== 0 || page.buffer.byteLength !== page.byteLength || !(page.buffer instanceof ArrayBuffer)) {

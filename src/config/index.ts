@@ -1,4 +1,4 @@
 // The gateway's configuration: the Config type others code against and the loader that produces it.
 
 export * from './types.js';
-export { ConfigError, defaultIntakeWorkers, loadConfig, parseConfig, type ParseOptions } from './parse.js';
+export { ConfigError, loadConfig, parseConfig, type ParseOptions } from './parse.js';

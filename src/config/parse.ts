@@ -3,7 +3,6 @@
 
 import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { availableParallelism } from 'node:os';
 import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import {
@@ -208,14 +207,9 @@ function readCache(w: Walk, v: unknown, files: boolean): CacheConfig {
     burst: opt(w, c, path, 'burst', int(1, 100_000, 'a whole number of requests (1-100000)'), DEFAULTS.memberBurst),
     windowSize: opt(w, c, path, 'windowSize', int(100, 10_000_000, 'a whole number of events (100-10000000)'), DEFAULTS.cacheWindowSize),
     dropManagedFields: opt(w, c, path, 'dropManagedFields', bool, true),
-    intakeWorkers: opt(w, c, path, 'intakeWorkers', int(0, 64, 'a whole number of threads (0-64)'), defaultIntakeWorkers()),
+    intakeWorkers: opt(w, c, path, 'intakeWorkers', int(0, 64, 'a whole number of threads (0-64)'), DEFAULTS.intakeWorkers),
     ...(facade ? { facade } : {}),
   };
-}
-
-/** cache.intakeWorkers' default: one less than the CPUs (the main thread has one), at least 1, at most 4. */
-export function defaultIntakeWorkers(cpus = availableParallelism()): number {
-  return Math.max(1, Math.min(4, cpus - 1));
 }
 
 function readAudit(w: Walk, v: unknown, files: boolean): AuditConfig {

@@ -7,7 +7,6 @@ import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
 import { startIntakePool } from '../cache/intakepool.js';
-import { defaultIntakeWorkers } from '../config/index.js';
 import { tokenBucket } from '../cache/ratelimit.js';
 import { startReflector, type Reflector } from '../cache/reflector.js';
 import type { StaleMember } from '../cache/serve.js';
@@ -27,7 +26,7 @@ export interface MemberCachesOptions {
   burst: number;
   log: Logger;
   registry?: Registry;
-  /** Threads that parse and serialize list pages (cache.intakeWorkers; its default when absent); 0: the main thread does. */
+  /** Threads that parse and serialize list pages (cache.intakeWorkers); 0 or absent: the main thread does. */
   intakeWorkers?: number;
 }
 
@@ -47,7 +46,7 @@ interface Running {
 export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   const running = new Map<string, Running>();
   const metrics = o.registry ? memberMetrics(o.registry) : undefined;
-  const workers = o.intakeWorkers ?? defaultIntakeWorkers();
+  const workers = o.intakeWorkers ?? 0;
   const pool = workers > 0 ? startIntakePool({ workers, log: o.log, onCrash: () => metrics?.intakeCrashes.inc() }) : undefined;
 
   const start = (name: string): void => {

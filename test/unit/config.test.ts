@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError, defaultIntakeWorkers, loadConfig, parseConfig, type Config } from '../../src/config/index.js';
+import { ConfigError, DEFAULTS, loadConfig, parseConfig, type Config } from '../../src/config/index.js';
 import { createCA, issueServingCert } from '../../src/pki/index.js';
 
 const EXAMPLE = join(import.meta.dirname, '../../config/fleetgate.example.yaml');
@@ -51,7 +51,7 @@ describe('config defaults', () => {
           { group: 'events.k8s.io', resources: ['events'] },
         ],
       },
-      cache: { mode: 'all', members: [], karmada: { enabled: true }, qps: 40, burst: 60, windowSize: 100_000, dropManagedFields: true, intakeWorkers: defaultIntakeWorkers() },
+      cache: { mode: 'all', members: [], karmada: { enabled: true }, qps: 40, burst: 60, windowSize: 100_000, dropManagedFields: true, intakeWorkers: 0 },
       audit: { policyFile: '', failOpen: false },
       flowControl: { enabled: true, configDir: '', maxRequestsInflight: 400, maxMutatingRequestsInflight: 200 },
       authorization: { cachedReads: { mode: 'controlPlane', cacheSize: 10_000, allowedTTLSeconds: 300, deniedTTLSeconds: 30 } },
@@ -153,11 +153,12 @@ extra: true
     expect(errorsOf(`${MINIMAL}cache: [1]`)).toEqual(['config: cache: a list is not a mapping (fields: mode, members, karmada, qps, burst, windowSize, dropManagedFields, intakeWorkers, facade)']);
   });
 
-  it('takes cache.intakeWorkers from 0 (the main thread parses) up, one less than the CPUs by default', () => {
+  it('takes cache.intakeWorkers from 0 (the main thread parses, the default) up', () => {
     expect(parse(`${MINIMAL}cache:\n  intakeWorkers: 0\n`).cache.intakeWorkers).toBe(0);
     expect(parse(`${MINIMAL}cache:\n  intakeWorkers: 3\n`).cache.intakeWorkers).toBe(3);
     expect(errorsOf(`${MINIMAL}cache:\n  intakeWorkers: -1\n`)).toEqual(['config: cache.intakeWorkers: -1 is not a whole number of threads (0-64)']);
-    expect([1, 2, 3, 8, 64].map((cpus) => defaultIntakeWorkers(cpus))).toEqual([1, 1, 2, 4, 4]);
+    expect(parse(MINIMAL).cache.intakeWorkers).toBe(DEFAULTS.intakeWorkers);
+    expect(DEFAULTS.intakeWorkers).toBe(0);
   });
 
   it('checks the cache section', () => {

@@ -190,7 +190,7 @@ function startMembers(config: Config, controlPlane: Upstream, log: Logger, metri
   const registry = sources.length === 1 ? sources[0]! : combineRegistries(sources, log);
   const connections = memberConnections(registry, { log });
   const cache = new MergedCache({ instanceID: randomUUID(), windowSize: c.windowSize, dropManagedFields: c.dropManagedFields });
-  const caches = startMemberCaches({ source: registry, connections, cache, qps: c.qps, burst: c.burst, log: log.child({ component: 'member-cache' }), registry: metrics.registry });
+  const caches = startMemberCaches({ source: registry, connections, cache, qps: c.qps, burst: c.burst, intakeWorkers: c.intakeWorkers, log: log.child({ component: 'member-cache' }), registry: metrics.registry });
   return { registry, connections, cache, caches };
 }
 

@@ -25,6 +25,9 @@ let admin: string;
 let dir: string;
 
 const EXPOSED = FEDERATED_EXPOSED;
+// The federation gateway here parses member list pages in an intake worker (cache.intakeWorkers), so the worker
+// path is what syncs, relists after cut watches and restarts in these tests; the other suites use the main thread.
+const INTAKE = 'cache:\n  intakeWorkers: 1\n';
 
 async function until(pred: () => boolean | Promise<boolean>, timeoutMs: number, what: string): Promise<void> {
   const end = Date.now() + timeoutMs;
@@ -47,7 +50,7 @@ function truth(names: string[], namespace?: string): string[] {
 beforeAll(async () => {
   dir = await mkdtemp(join(tmpdir(), 'fleetgate-fleet-gw-'));
   demo = await startDemoFleet(join(dir, 'fleet'));
-  gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: EXPOSED });
+  gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: EXPOSED, extraYaml: INTAKE });
   admin = await gw.kubeconfigFor('admin', ['system:masters'], join(dir, 'admin.kubeconfig'));
   await until(() => membersSynced(gw, ['member-a', 'member-b', 'member-c']), 30_000, 'member caches synced');
 });
@@ -215,7 +218,7 @@ describe.skipIf(!requireGo())('a client-go informer through the gateway', () => 
     await informer.waitFor((s) => s.synced, 60_000);
     const old = gw;
     await old.close();
-    gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: EXPOSED, port: old.running.port, pki: old });
+    gw = await startTestGateway({ controlPlaneKubeconfig: demo.fleet.member('control-plane').kubeconfigPath, exposed: EXPOSED, port: old.running.port, pki: old, extraYaml: INTAKE });
     await until(() => membersSynced(gw, members), 30_000, 'new gateway synced');
     const more = startChurn(members.map((m) => demo.fleet.member(m).cluster), { ratePerSecond: 200, namespace: 'churn', seed: 10, maxOps: 300, appPrefix: 'after' });
     await more.done;
@@ -247,7 +250,7 @@ describe('split deployment: a facade in front of a cache service', () => {
 
   beforeAll(async () => {
     const cpKubeconfig = demo.fleet.member('control-plane').kubeconfigPath;
-    cacheSvc = await startTestGateway({ controlPlaneKubeconfig: cpKubeconfig, exposed: EXPOSED, extraYaml: 'cache:\n  mode: cache\n' });
+    cacheSvc = await startTestGateway({ controlPlaneKubeconfig: cpKubeconfig, exposed: EXPOSED, extraYaml: 'cache:\n  mode: cache\n  intakeWorkers: 1\n' });
     // The facade reaches the cache service with an identity the control plane lets impersonate.
     const facadeIdentity = await cacheSvc.kubeconfigFor('facade', ['system:masters'], join(dir, 'facade-to-cache.kubeconfig'));
     facade = await startTestGateway({ controlPlaneKubeconfig: cpKubeconfig, exposed: EXPOSED, extraYaml: `cache:\n  mode: facade\n  facade:\n    kubeconfig: ${facadeIdentity}\n` });

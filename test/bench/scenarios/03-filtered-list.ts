@@ -53,7 +53,7 @@ export const run: Scenario = async ({ quick, log }) => {
       'nodename_all (every pod on one node, unpaged) is shown for scale and not judged',
       `timed once the synced gateway had been under a fifth of a core of CPU for a second (settle_ms after the sync), so work left over from the cold sync does not land in the first query's p99`,
     ];
-    if (!met) notes.push(`worst judged p99 ${round(worst)} ms, ${round(worst - 50)} ms over the goal; selection walks only the candidates now (well under a millisecond in process at 200k pods), so what is left is encoding and sending the items (100-500 pods, 0.5-2.5 MB), the load of this shared machine, and the gateway's young-generation collections: with FLEETGATE_BENCH_GATEWAY_FLAGS=--trace-gc at 200,100 pods the gateway (2.6 GB heap) scavenged every 60-90 ms while these queries ran, 12-36 ms each and once 149 ms, which is where the p99 outliers come from`);
+    if (!met) notes.push(`worst judged p99 ${round(worst)} ms, ${round(worst - 50)} ms over the goal; selection walks only the candidates now (well under a millisecond in process at 200k pods), so what is left is sending the items (100-500 pods, 0.5-2.5 MB over TLS) on this shared machine and the gateway's collections. Before the cache kept objects as bytes outside the JS heap, --trace-gc (FLEETGATE_BENCH_GATEWAY_FLAGS) at 200,100 pods showed scavenges every 60-90 ms of 12-36 ms each in a 2.6 GB heap; the heap now holds ~1 KB per pod (scenario 4) instead of ~6 KB, and what a p99 outlier now waits for has not been profiled`);
     return {
       id: 3,
       title: 'Filtered LIST',

@@ -125,7 +125,7 @@ export const run: Scenario = async ({ quick, log }) => {
     );
     if (ratio > 2) {
       notes.push(
-        'what bounds it (node --cpu-prof of the gateway thread during the full-scale flood, paced): busy 95% of 36 s, of which writev 49% (TLS encryption and loopback socket writes of the lists, 231 MB/s), GC 19.5%, src/cache 2%; during a 20,000-pod flood V8 ran 412 scavenges in 6.5 s (1.3 s, longest 14.6 ms) and in another run mark-compacts of up to 362 ms; the load generators are threads of the same process on the same 2 cores. The victim waits behind at most one slice, then behind GC pauses and CPU scheduling. Next levers: build list chunks as Buffers straight from the stored strings (no 64 KiB flattened strings per chunk, fewer scavenges), serve from several processes',
+        'what bounds it (node --cpu-prof of the gateway thread during a full-scale flood, before list chunks were built from stored bytes): busy 95% of 36 s, of which writev 49% (TLS encryption and loopback socket writes of the lists, 231 MB/s), GC 19.5%, src/cache 2%; the load generators are threads of the same process on the same 2 cores. The victim waits behind at most one slice, then behind GC pauses and CPU scheduling. Since that profile, lists are copied from the objects\' stored bytes into 64 KiB buffers (no strings, no UTF-8 encoding per list), which took most of the GC share away; writev and the shared cores remain. Next lever: serve from several processes',
       );
     }
     if (flood.statuses['429']) notes.push(`flow control rejected ${flood.statuses['429']} of the flooder's LISTs with 429`);

@@ -18,16 +18,10 @@ import { upstreamFromEndpoint, upstreamFromKubeconfig, type Upstream } from '../
 import type { SimCluster } from '../sim/cluster.js';
 import { DEMO_MEMBERS, startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { until } from '../support/until.js';
 
 const log = pino({ level: 'silent' });
 
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 /** Lists and watches pods over a member's endpoint until the sink holds what the member holds. */
 async function podsThrough(up: Upstream, member: SimCluster): Promise<void> {

@@ -14,16 +14,10 @@ import type { StoreEvent } from '../../src/cache/store.js';
 import { upstreamFromKubeconfig } from '../../src/upstream/client.js';
 import { startChurn } from '../sim/churn.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
+import { until } from '../support/until.js';
 
 const log = pino({ level: 'silent' });
 
-async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 20));
-  }
-}
 
 describe('relists into the merged cache while the member changes', () => {
   let fleet: SimFleet;

@@ -22,7 +22,6 @@ import { until } from '../support/until.js';
 
 const log = pino({ level: 'silent' });
 
-
 /** Lists and watches pods over a member's endpoint until the sink holds what the member holds. */
 async function podsThrough(up: Upstream, member: SimCluster): Promise<void> {
   const held = new Map<string, string>();

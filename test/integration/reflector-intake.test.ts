@@ -18,7 +18,6 @@ import { until } from '../support/until.js';
 
 const log = pino({ level: 'silent' });
 
-
 describe('relists into the merged cache while the member changes', () => {
   let fleet: SimFleet;
 

@@ -46,17 +46,11 @@ export interface StoreEvent {
   encoded?: Map<string, Buffer>;
 }
 
-/** An object serialized before it is stored (Store.putEncoded): what seal would make of it, but the resourceVersion. */
-export interface EncodedObject {
-  /** As StoreOptions.keyOf would give. */
-  readonly key: string;
-  readonly namespace: string;
-  readonly name: string;
-  /** The JSON as served, metadata.resourceVersion included; in a buffer of its own (see ownBytes). */
-  readonly json: Buffer;
-  readonly labels: Readonly<Record<string, string>>;
-  readonly fields: Readonly<Record<string, string>>;
-}
+/**
+ * An object serialized before it is stored (Store.putEncoded): a StoredObject but its resourceVersion, with the JSON
+ * already carrying it and the key as StoreOptions.keyOf would give.
+ */
+export type EncodedObject = Omit<StoredObject, 'rv'>;
 
 /** The source of resourceVersions: one per simulated cluster (like an etcd revision), one per gateway. */
 export interface RvClock {

@@ -312,18 +312,39 @@ export function objectMetaFields(obj: any, namespaced: boolean): Record<string, 
 export function podFields(pod: any): Record<string, string> {
   const spec = pod?.spec ?? {};
   const status = pod?.status ?? {};
+  const meta = pod?.metadata ?? {};
   const podIPs = Array.isArray(status.podIPs) ? status.podIPs : [];
   // The internal Pod keeps hostNetwork under securityContext; in v1 JSON it is spec.hostNetwork.
+  return podFieldSet(
+    str(spec.nodeName),
+    str(spec.restartPolicy),
+    str(spec.schedulerName),
+    str(spec.serviceAccountName),
+    spec.hostNetwork === true,
+    str(status.phase),
+    podIPs.length > 0 ? str(podIPs[0]?.ip) : str(status.podIP),
+    str(status.nominatedNodeName),
+    str(meta.name),
+    str(meta.namespace),
+  );
+}
+
+/**
+ * A pod's selectable fields from their values: podFields, and the cache's intake that reads them from the pod's
+ * bytes (src/cache/intake.ts). One literal, so every pod's set shares one shape.
+ */
+export function podFieldSet(nodeName: string, restartPolicy: string, schedulerName: string, serviceAccountName: string, hostNetwork: boolean, phase: string, podIP: string, nominatedNodeName: string, name: string, namespace: string): Record<string, string> {
   return {
-    'spec.nodeName': str(spec.nodeName),
-    'spec.restartPolicy': str(spec.restartPolicy),
-    'spec.schedulerName': str(spec.schedulerName),
-    'spec.serviceAccountName': str(spec.serviceAccountName),
-    'spec.hostNetwork': spec.hostNetwork === true ? 'true' : 'false',
-    'status.phase': str(status.phase),
-    'status.podIP': podIPs.length > 0 ? str(podIPs[0]?.ip) : str(status.podIP),
-    'status.nominatedNodeName': str(status.nominatedNodeName),
-    ...objectMetaFields(pod, true),
+    'spec.nodeName': nodeName,
+    'spec.restartPolicy': restartPolicy,
+    'spec.schedulerName': schedulerName,
+    'spec.serviceAccountName': serviceAccountName,
+    'spec.hostNetwork': hostNetwork ? 'true' : 'false',
+    'status.phase': phase,
+    'status.podIP': podIP,
+    'status.nominatedNodeName': nominatedNodeName,
+    'metadata.name': name,
+    'metadata.namespace': namespace,
   };
 }
 

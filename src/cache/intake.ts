@@ -7,9 +7,11 @@
 // around the placeholder are kept: storing is then head + the version's digits + tail, a copy instead of a
 // JSON.stringify and a UTF-8 encode.
 
+import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { coreToEventsV1 } from '../api/eventconv.js';
-import { eventFields, podFields } from '../api/fields.js';
+import { eventFields, podFieldSet, podFields } from '../api/fields.js';
+import { MemberCursor, resetSpaced, skipSpace, spaced, stringAt } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
 import { topLevelValue } from './store.js';
 
@@ -72,11 +74,18 @@ function newPlaceholder(): string {
 export function listItems(body: ListBody): KubeObject[] {
   const items = body.items ?? [];
   const kind = body.kind?.endsWith('List') ? body.kind.slice(0, -4) : undefined;
-  for (const it of items) {
-    if (kind && !it.kind) it.kind = kind;
-    if (body.apiVersion && !it.apiVersion) it.apiVersion = body.apiVersion;
-  }
-  return items;
+  const apiVersion = body.apiVersion;
+  return items.map((it) => {
+    if (it === null || typeof it !== 'object') return it;
+    const addKind = kind && !it.kind;
+    const addApiVersion = apiVersion && !it.apiVersion;
+    if (!addKind && !addApiVersion) return it;
+    // First, where kube-apiserver writes them and where encodeListBytes puts them.
+    const out = { kind: undefined, apiVersion: undefined, ...it } as unknown as KubeObject;
+    if (addKind) out.kind = kind;
+    if (addApiVersion) out.apiVersion = apiVersion;
+    return out;
+  });
 }
 
 /**
@@ -84,11 +93,11 @@ export function listItems(body: ListBody): KubeObject[] {
  * use afterwards. unchanged(namespace, name, memberRV): the caller already holds that version (it is left
  * unserialized). Objects without a name are left out.
  */
-export function encodeObjects(objects: KubeObject[], t: IntakeTransform, sizeHint = 0, unchanged?: (namespace: string, name: string, memberRV: string) => boolean): EncodedPage {
+export function encodeObjects(objects: KubeObject[], t: IntakeTransform, sizeHint = 0, unchanged?: Unchanged): EncodedPage {
   const stride = t.resource === 'events' ? 8 : 4;
   const n = objects.length;
   const offsets = new Uint32Array(n * stride);
-  const page: EncodedPage = { listRV: '', continue: '', count: 0, stride, bytes: Buffer.allocUnsafeSlow(sizeHint), offsets, namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
+  const page: EncodedPage = { listRV: '', continue: '', count: 0, stride, bytes: pageBuffer(sizeHint), offsets, namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
   let pos = 0;
   /** Writes one serialization at pos, recording where its placeholder is. */
   const write = (json: string, s: number) => {
@@ -164,14 +173,442 @@ function serialize(obj: KubeObject): string {
   }
 }
 
+/** Whether the cache already holds that version of a member's object (it is then left unserialized). */
+export type Unchanged = (namespace: string, name: string, memberRV: string) => boolean;
+
+// A page's bytes are needed only until its objects are stored (servedJSON copies each out). The sink gives them
+// back (releasePage) for the next page: a fresh buffer of a few MB is memory touched for the first time, which costs
+// a page fault per 4 KiB, more than filling it.
+let spare: Buffer | undefined;
+const EMPTY = Buffer.alloc(0);
+
+/** A buffer of at least size bytes for a page's serializations: the spare one when it is big enough. */
+function pageBuffer(size: number): Buffer {
+  const s = spare;
+  if (s && s.length >= size) {
+    spare = undefined;
+    return s;
+  }
+  return Buffer.allocUnsafeSlow(size);
+}
+
+/** The page's objects are stored: its bytes may serve the next page. The page is of no use afterwards. */
+export function releasePage(page: EncodedPage): void {
+  const b = page.bytes;
+  if (b.length > 0 && (!spare || b.length > spare.length)) spare = b;
+  page.bytes = EMPTY;
+}
+
 /** A list answer's text made into its page. */
-export function encodeList(text: string, t: IntakeTransform, sizeHint = 0): EncodedPage {
+export function encodeList(text: string, t: IntakeTransform, sizeHint = 0, unchanged?: Unchanged): EncodedPage {
   const body = JSON.parse(text) as ListBody;
-  const page = encodeObjects(listItems(body), t, sizeHint);
+  const page = encodeObjects(listItems(body), t, sizeHint, unchanged);
   page.listRV = body.metadata?.resourceVersion ?? '';
   page.continue = body.metadata?.continue ?? '';
   return page;
 }
+
+/** Pages taken by each path (tests and benchmarks: the byte path must be the one real pages take). */
+export const intakePaths = { bytes: 0, objects: 0 };
+
+/**
+ * A list answer's bytes made into its page: the same page as encodeList on their text. Pods are read without
+ * parsing them (src/api/jsonbytes.ts): each pod's bytes are copied with the transform's edits spliced in, and only
+ * its labels, name, namespace, resourceVersion and selectable fields are read as values. What that path does not
+ * take as it is (events, whitespace between tokens, escaped or repeated keys the transform reads, odd values, bytes
+ * that are not UTF-8, invalid JSON) goes through JSON.parse instead, which also gives invalid JSON its error.
+ */
+export function encodeListBytes(bytes: Buffer, t: IntakeTransform, sizeHint = 0, unchanged?: Unchanged): EncodedPage {
+  if (t.resource === 'pods' && isUtf8(bytes)) {
+    try {
+      const page = encodePodListBytes(bytes, t, sizeHint, unchanged);
+      intakePaths.bytes++;
+      return page;
+    } catch {
+      // Left to the object path, which decides.
+    }
+  }
+  intakePaths.objects++;
+  return encodeList(bytes.toString('utf8'), t, sizeHint, unchanged);
+}
+
+/** Thrown where the byte path leaves a page to the object path (caught in encodeListBytes). */
+const OBJECT_PATH = new Error('left to the object path');
+
+const QUOTE = 0x22;
+const OPEN_OBJECT = 0x7b;
+const OPEN_ARRAY = 0x5b;
+const COMMA = 0x2c;
+
+// Cursors for each level read; reused, since a page is encoded in one go on one thread.
+const listCursor = new MemberCursor();
+const listMetaCursor = new MemberCursor();
+const itemCursor = new MemberCursor();
+const metaCursor = new MemberCursor();
+const specCursor = new MemberCursor();
+const statusCursor = new MemberCursor();
+
+/** The current value, a string (anything else is left to the object path). */
+function stringOf(c: MemberCursor): string {
+  if (c.b[c.valueStart] !== QUOTE) throw OBJECT_PATH;
+  const esc = c.stringValue();
+  return stringAt(c.b as Buffer, c.valueStart, c.valueEnd, esc);
+}
+
+/** The current value if a string, else "" (as podFields reads a field that is not a string). */
+function fieldOf(c: MemberCursor): string {
+  if (c.b[c.valueStart] !== QUOTE) {
+    c.skip();
+    return '';
+  }
+  const esc = c.stringValue();
+  return stringAt(c.b as Buffer, c.valueStart, c.valueEnd, esc);
+}
+
+/** Marks a key as read; a key read twice (JSON.parse keeps the last) is left to the object path. */
+function once(seen: number, bit: number): number {
+  if (seen & bit) throw OBJECT_PATH;
+  return seen | bit;
+}
+
+/** What a page being built needs of its list. */
+interface PodPage {
+  page: EncodedPage;
+  pos: number;
+  t: IntakeTransform;
+  unchanged?: Unchanged;
+  /** "kind":"Pod", and "apiVersion":"v1", for items without them; empty when the list names none. */
+  kindMember: Buffer;
+  apiVersionMember: Buffer;
+  /** "fleetgate.io/cluster":"<cluster>" */
+  clusterMember: Buffer;
+}
+
+function encodePodListBytes(b: Buffer, t: IntakeTransform, sizeHint: number, unchanged?: Unchanged): EncodedPage {
+  // Whitespace around the list (kube-apiserver ends its answers with a newline) is fine; inside it, the pods'
+  // bytes would keep it, so such a page is left to the object path.
+  const start = skipSpace(b, 0);
+  resetSpaced();
+  const list = listCursor.open(b, start);
+  const estimate = Math.max(16, Math.ceil(b.length / 2048));
+  const page: EncodedPage = { listRV: '', continue: '', count: 0, stride: 4, bytes: pageBuffer(Math.max(sizeHint, b.length + (b.length >>> 4) + 1024)), offsets: new Uint32Array(estimate * 4), namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
+  const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember: Buffer.from(`${JSON.stringify(CLUSTER_LABEL)}:${JSON.stringify(t.cluster)}`) };
+  let kind: string | undefined;
+  let apiVersion: string | undefined;
+  let itemsAt = -1;
+  let seen = 0;
+  while (list.next()) {
+    if (list.keyEscaped) throw OBJECT_PATH;
+    if (list.keyIs('kind')) {
+      seen = once(seen, 1);
+      kind = stringOf(list);
+    } else if (list.keyIs('apiVersion')) {
+      seen = once(seen, 2);
+      apiVersion = stringOf(list);
+    } else if (list.keyIs('metadata')) {
+      seen = once(seen, 4);
+      readListMeta(list, page);
+    } else if (list.keyIs('items')) {
+      seen = once(seen, 8);
+      const c = b[list.valueStart];
+      if (c === OPEN_ARRAY) {
+        // Items are read once kind and apiVersion are known: at once when they came first, as lists have them.
+        if ((seen & 3) === 3) {
+          setItemKind(pp, kind, apiVersion);
+          list.skipped(addItems(b, list.valueStart, pp));
+        } else {
+          itemsAt = list.valueStart;
+          list.skip();
+        }
+      } else if (c === 0x6e) {
+        list.skip();
+      } else {
+        throw OBJECT_PATH;
+      }
+    }
+  }
+  if (spaced || skipSpace(b, list.end) !== b.length) throw OBJECT_PATH;
+  if (itemsAt >= 0) {
+    setItemKind(pp, kind, apiVersion);
+    addItems(b, itemsAt, pp);
+  }
+  page.offsets = page.offsets.slice(0, page.count * 4);
+  return page;
+}
+
+/** As listItems: items get the list's kind without "List" and its apiVersion when they have none. */
+function setItemKind(pp: PodPage, kind: string | undefined, apiVersion: string | undefined): void {
+  const itemKind = kind?.endsWith('List') ? kind.slice(0, -4) : undefined;
+  pp.kindMember = itemKind ? Buffer.from(`"kind":${JSON.stringify(itemKind)},`) : EMPTY;
+  pp.apiVersionMember = apiVersion ? Buffer.from(`"apiVersion":${JSON.stringify(apiVersion)},`) : EMPTY;
+}
+
+function readListMeta(list: MemberCursor, page: EncodedPage): void {
+  const b = list.b;
+  const c = b[list.valueStart];
+  if (c === 0x6e) return void list.skip();
+  if (c !== OPEN_OBJECT) throw OBJECT_PATH;
+  const m = listMetaCursor.open(b, list.valueStart);
+  let seen = 0;
+  while (m.next()) {
+    if (m.keyEscaped) throw OBJECT_PATH;
+    if (m.keyIs('resourceVersion')) {
+      seen = once(seen, 1);
+      page.listRV = stringOf(m);
+    } else if (m.keyIs('continue')) {
+      seen = once(seen, 2);
+      page.continue = stringOf(m);
+    }
+  }
+  list.skipped(m.end);
+}
+
+/** The items array at b[i]; returns its end. */
+function addItems(b: Buffer, i: number, pp: PodPage): number {
+  i++;
+  if (b[i] === 0x5d) return i + 1;
+  for (;;) {
+    if (b[i] !== OPEN_OBJECT) throw OBJECT_PATH;
+    i = addPod(b, i, pp);
+    const c = b[i];
+    if (c === COMMA) i++;
+    else if (c === 0x5d) return i + 1;
+    else throw OBJECT_PATH;
+  }
+}
+
+/** Room for n more bytes in the page. */
+function reserve(pp: PodPage, n: number): Buffer {
+  const buf = pp.page.bytes;
+  if (buf.length - pp.pos >= n) return buf;
+  const grown = Buffer.allocUnsafeSlow(Math.max(buf.length * 2, pp.pos + n));
+  buf.copy(grown, 0, 0, pp.pos);
+  return (pp.page.bytes = grown);
+}
+
+// The edits to a pod's metadata, in the order they are found (not necessarily their order in the bytes).
+const CUT = 0;
+const VERSION = 1;
+const INSERT = 2;
+const editAt: number[] = [];
+const editTo: number[] = [];
+const editKind: number[] = [];
+const editBytes: Buffer[] = [];
+let edits = 0;
+
+function edit(kind: number, at: number, to: number, bytes: Buffer): void {
+  // Insertion sort: a pod has at most four edits.
+  let j = edits++;
+  while (j > 0 && editAt[j - 1] > at) {
+    editAt[j] = editAt[j - 1];
+    editTo[j] = editTo[j - 1];
+    editKind[j] = editKind[j - 1];
+    editBytes[j] = editBytes[j - 1];
+    j--;
+  }
+  editAt[j] = at;
+  editTo[j] = to;
+  editKind[j] = kind;
+  editBytes[j] = bytes;
+}
+
+const LABELS_HEAD = Buffer.from(',"labels":{');
+const VERSION_HEAD = Buffer.from(',"resourceVersion":"');
+
+/** The pod at b[p] into the page (unless it has no name); returns the index after it. */
+function addPod(b: Buffer, p: number, pp: PodPage): number {
+  const item = itemCursor.open(b, p);
+  let seen = 0;
+  let metaStart = -1;
+  let metaEnd = -1;
+  let nodeName = '';
+  let restartPolicy = '';
+  let schedulerName = '';
+  let serviceAccountName = '';
+  let hostNetwork = false;
+  let phase = '';
+  let podIP = '';
+  let firstPodIP: string | undefined;
+  let nominatedNodeName = '';
+  let name = '';
+  let namespace = '';
+  let memberRV = '';
+  let rvStart = -1;
+  let rvEnd = -1;
+  let labelsStart = -1;
+  let labelsEnd = -1;
+  let mfStart = -1;
+  let mfEnd = -1;
+  while (item.next()) {
+    if (item.keyEscaped) throw OBJECT_PATH;
+    if (item.keyIs('metadata')) {
+      seen = once(seen, 1);
+      if (b[item.valueStart] !== OPEN_OBJECT) throw OBJECT_PATH;
+      metaStart = item.valueStart;
+      const m = metaCursor.open(b, metaStart);
+      let ms = 0;
+      while (m.next()) {
+        if (m.keyEscaped) throw OBJECT_PATH;
+        if (m.keyIs('name')) {
+          ms = once(ms, 1);
+          name = stringOf(m);
+        } else if (m.keyIs('namespace')) {
+          ms = once(ms, 2);
+          namespace = stringOf(m);
+        } else if (m.keyIs('resourceVersion')) {
+          ms = once(ms, 4);
+          memberRV = stringOf(m);
+          rvStart = m.valueStart;
+          rvEnd = m.valueEnd;
+        } else if (m.keyIs('labels')) {
+          ms = once(ms, 8);
+          if (b[m.valueStart] !== OPEN_OBJECT) throw OBJECT_PATH;
+          labelsStart = m.valueStart;
+          labelsEnd = m.skip();
+        } else if (m.keyIs('managedFields')) {
+          ms = once(ms, 16);
+          const first = m.memberBoundary === metaStart + 1;
+          const end = m.skip();
+          // The member and one comma: the one before it, or after it when it comes first.
+          mfStart = first ? m.keyStart - 1 : m.memberBoundary;
+          mfEnd = first && b[end] === COMMA ? end + 1 : end;
+        }
+      }
+      metaEnd = m.end;
+      item.skipped(metaEnd);
+    } else if (item.keyIs('kind') || item.keyIs('apiVersion')) {
+      // Kept as it is when it has a value listItems would not replace (a non-empty string).
+      seen = once(seen, item.keyIs('kind') ? 2 : 4);
+      if (b[item.valueStart] !== QUOTE || b[item.valueStart + 1] === QUOTE) throw OBJECT_PATH;
+      item.stringValue();
+    } else if (item.keyIs('spec')) {
+      seen = once(seen, 8);
+      if (b[item.valueStart] !== OPEN_OBJECT) continue;
+      const s = specCursor.open(b, item.valueStart);
+      let ss = 0;
+      while (s.next()) {
+        if (s.keyEscaped) throw OBJECT_PATH;
+        if (s.keyIs('nodeName')) {
+          ss = once(ss, 1);
+          nodeName = fieldOf(s);
+        } else if (s.keyIs('restartPolicy')) {
+          ss = once(ss, 2);
+          restartPolicy = fieldOf(s);
+        } else if (s.keyIs('schedulerName')) {
+          ss = once(ss, 4);
+          schedulerName = fieldOf(s);
+        } else if (s.keyIs('serviceAccountName')) {
+          ss = once(ss, 8);
+          serviceAccountName = fieldOf(s);
+        } else if (s.keyIs('hostNetwork')) {
+          ss = once(ss, 16);
+          hostNetwork = b[s.valueStart] === 0x74;
+        }
+      }
+      item.skipped(s.end);
+    } else if (item.keyIs('status')) {
+      seen = once(seen, 16);
+      if (b[item.valueStart] !== OPEN_OBJECT) continue;
+      const s = statusCursor.open(b, item.valueStart);
+      let ss = 0;
+      while (s.next()) {
+        if (s.keyEscaped) throw OBJECT_PATH;
+        if (s.keyIs('phase')) {
+          ss = once(ss, 1);
+          phase = fieldOf(s);
+        } else if (s.keyIs('podIP')) {
+          ss = once(ss, 2);
+          podIP = fieldOf(s);
+        } else if (s.keyIs('nominatedNodeName')) {
+          ss = once(ss, 4);
+          nominatedNodeName = fieldOf(s);
+        } else if (s.keyIs('podIPs')) {
+          ss = once(ss, 8);
+          if (b[s.valueStart] === OPEN_ARRAY) {
+            const ips = JSON.parse(b.toString('utf8', s.valueStart, s.skip())) as Array<{ ip?: unknown } | null>;
+            if (ips.length > 0) firstPodIP = typeof ips[0]?.ip === 'string' ? ips[0].ip : '';
+          }
+        }
+      }
+      item.skipped(s.end);
+    }
+  }
+  const end = item.end;
+  // No name: left out, as encodeObjects leaves it out.
+  if (!name) return end;
+  const page = pp.page;
+  const i = page.count++;
+  const s = i * 4;
+  if (page.offsets.length < s + 4) {
+    const grown = new Uint32Array(page.offsets.length * 2);
+    grown.set(page.offsets);
+    page.offsets = grown;
+  }
+  const offsets = page.offsets;
+  page.namespaces.push(namespace);
+  page.names.push(name);
+  page.memberRVs.push(memberRV);
+  const labels = labelsStart >= 0 ? (JSON.parse(b.toString('utf8', labelsStart, labelsEnd)) as Record<string, string>) : {};
+  if (pp.unchanged?.(namespace, name, memberRV)) {
+    offsets.fill(pp.pos, s, s + 4);
+    page.labels.push(labels);
+    page.fields.push({});
+    page.v1Fields.push({});
+    return end;
+  }
+  // A member's own value for the cluster label is replaced where it stands: the object path's job.
+  if (Object.hasOwn(labels, CLUSTER_LABEL)) throw OBJECT_PATH;
+  labels[CLUSTER_LABEL] = pp.t.cluster;
+  page.labels.push(labels);
+  page.fields.push(podFieldSet(nodeName, restartPolicy, schedulerName, serviceAccountName, hostNetwork, phase, firstPodIP ?? podIP, nominatedNodeName, name, namespace));
+  page.v1Fields.push({});
+
+  // The pod's bytes with the edits: managedFields cut, the resourceVersion's value left out (servedJSON puts the
+  // gateway's there), the cluster label added; labels and resourceVersion added at the end when it has none.
+  edits = 0;
+  if (mfStart >= 0 && pp.t.dropManagedFields) edit(CUT, mfStart, mfEnd, EMPTY);
+  if (rvStart >= 0) edit(VERSION, rvStart + 1, rvEnd - 1, EMPTY);
+  if (labelsStart >= 0) edit(INSERT, labelsEnd - 1, labelsEnd - 1, labelsEnd - labelsStart > 2 ? COMMA_BYTE : EMPTY);
+  const tail = metaEnd - 1;
+  const buf = reserve(pp, end - p + pp.kindMember.length + pp.apiVersionMember.length + 2 * pp.clusterMember.length + 64);
+  let pos = pp.pos;
+  offsets[s] = pos;
+  buf[pos++] = OPEN_OBJECT;
+  pos += pp.kindMember.copy(buf, pos);
+  pos += pp.apiVersionMember.copy(buf, pos);
+  let from = p + 1;
+  for (let e = 0; e < edits; e++) {
+    pos += b.copy(buf, pos, from, editAt[e]);
+    from = editTo[e];
+    const kind = editKind[e];
+    if (kind === VERSION) {
+      offsets[s + 1] = pos;
+      offsets[s + 2] = pos;
+    } else if (kind === INSERT) {
+      pos += editBytes[e].copy(buf, pos);
+      pos += pp.clusterMember.copy(buf, pos);
+    }
+  }
+  // Up to the metadata's closing brace: what a pod without labels or a resourceVersion gets is added there.
+  pos += b.copy(buf, pos, from, tail);
+  if (labelsStart < 0) {
+    pos += LABELS_HEAD.copy(buf, pos);
+    pos += pp.clusterMember.copy(buf, pos);
+    buf[pos++] = 0x7d;
+  }
+  if (rvStart < 0) {
+    pos += VERSION_HEAD.copy(buf, pos);
+    offsets[s + 1] = pos;
+    offsets[s + 2] = pos;
+    buf[pos++] = QUOTE;
+  }
+  pos += b.copy(buf, pos, tail, end);
+  offsets[s + 3] = pos;
+  pp.pos = pos;
+  return end;
+}
+
+const COMMA_BYTE = Buffer.from(',');
 
 /** An EncodedPage as it crosses between threads: the bytes and offsets transferred, the small parts as JSON. */
 export interface WirePage {

@@ -1,8 +1,8 @@
-// An intake worker (intakepool.ts): list pages in, serialized pages out (intake.ts encodeList), so the gateway's
+// An intake worker (intakepool.ts): list pages in, serialized pages out (intake.ts encodeListBytes), so the gateway's
 // main thread only copies bytes into the store.
 
 import { parentPort } from 'node:worker_threads';
-import { encodeList, toWire, type IntakeTransform } from './intake.js';
+import { encodeListBytes, toWire, type IntakeTransform } from './intake.js';
 
 export interface IntakeRequest {
   id: number;
@@ -18,8 +18,7 @@ const port = parentPort!;
 port.on('message', (m: IntakeRequest) => {
   if (m.fault === 'exit') process.exit(3);
   try {
-    const text = Buffer.from(m.page, 0, m.length).toString('utf8');
-    const page = encodeList(text, m.transform, Math.ceil(m.length * (m.transform.resource === 'events' ? 2.2 : 1.1)));
+    const page = encodeListBytes(Buffer.from(m.page, 0, m.length), m.transform, Math.ceil(m.length * (m.transform.resource === 'events' ? 2.2 : 1.1)));
     port.postMessage({ id: m.id, page: toWire(page) }, [page.bytes.buffer as ArrayBuffer, page.offsets.buffer as ArrayBuffer]);
   } catch (e) {
     // Not a crash: the page could not be read (the list fails and is retried).

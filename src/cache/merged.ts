@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { eventFields, podFields } from '../api/fields.js';
 import type { KubeObject } from '../api/meta.js';
 import { goQuote, StatusError } from '../api/status.js';
-import { CLUSTER_LABEL, encodeObjects, servedJSON, type CachedResource, type EncodedPage, type IntakeTransform } from './intake.js';
+import { CLUSTER_LABEL, encodeListBytes, encodeObjects, releasePage, servedJSON, type CachedResource, type EncodedPage, type IntakeTransform, type Unchanged } from './intake.js';
 import type { ListIntake, ReflectorSink } from './reflector.js';
 import { Store, type RvClock, type StoredObject } from './store.js';
 
@@ -19,6 +19,7 @@ export { CLUSTER_LABEL };
 
 /** A list into a member's sink, which also takes pages serialized elsewhere (src/cache/intake.ts). */
 export interface MemberListIntake extends ListIntake {
+  /** Takes the page: its bytes are reused for a later page once its objects are stored. */
   addEncoded(page: EncodedPage): void;
 }
 
@@ -27,6 +28,8 @@ export interface MemberSink extends ReflectorSink {
   startList(): MemberListIntake;
   /** What an intake worker does to this sink's objects before addEncoded. */
   readonly transform: IntakeTransform;
+  /** A list page's bytes made into its page here on the main thread, leaving out the versions the cache holds. */
+  encodePage(bytes: Buffer): EncodedPage;
   replace(objects: KubeObject[], listRV: string): void;
   progress(rv: string): void;
 }
@@ -101,17 +104,19 @@ export class MergedCache {
     const state = this.memberState(cluster);
     const memberRVs = state.memberRVs[resource];
     const transform: IntakeTransform = { cluster, resource, dropManagedFields: this.dropManagedFields };
+    const unchanged = this.unchangedIn(cluster, memberRVs);
     const startList = (): MemberListIntake => {
       // The keys this list has named; the store's own strings, so the set costs a slot per key.
       let seen: Set<string> | undefined = new Set<string>();
       const addEncoded = (page: EncodedPage) => {
         if (state.removed || !seen) return;
         for (let i = 0; i < page.count; i++) seen.add(this.upsert(cluster, resource, memberRVs, page, i));
+        releasePage(page);
       };
       return {
         add: (objects: KubeObject[]) => {
           if (state.removed || !seen) return;
-          addEncoded(this.encode(objects, transform, memberRVs));
+          addEncoded(encodeObjects(objects, transform, 0, unchanged));
         },
         addEncoded,
         end: (listRV) => {
@@ -130,6 +135,7 @@ export class MergedCache {
     };
     return {
       transform,
+      encodePage: (bytes) => encodeListBytes(bytes, transform, 0, unchanged),
       startList,
       replace: (objects, listRV) => {
         const intake = startList();
@@ -143,8 +149,9 @@ export class MergedCache {
           const key = keyOfMember(obj, cluster);
           if (key !== undefined) this.removeKey(resource, memberRVs, key);
         } else {
-          const page = this.encode([obj], transform, memberRVs);
+          const page = encodeObjects([obj], transform, 0, unchanged);
           if (page.count === 1) this.upsert(cluster, resource, memberRVs, page, 0);
+          releasePage(page);
         }
         if (memberRV) state.lastSeen[resource] = memberRV;
       },
@@ -251,10 +258,9 @@ export class MergedCache {
     return state;
   }
 
-  /** Serializes a member's objects here on the main thread, all but the versions the cache already holds. */
-  private encode(objects: KubeObject[], t: IntakeTransform, memberRVs: Map<string, string>): EncodedPage {
-    const cluster = t.cluster;
-    return encodeObjects(objects, t, 0, (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === memberRV);
+  /** Whether the cache holds that version of the member's object: encoding it again would be wasted. */
+  private unchangedIn(cluster: string, memberRVs: Map<string, string>): Unchanged {
+    return (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === memberRV;
   }
 
   /** Stores the page's object i unless the cache already has that version; returns its key. */

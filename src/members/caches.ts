@@ -76,7 +76,8 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
           upstream: conn.upstream,
           path,
           sink,
-          encode: pool ? (page) => pool.encode(page, sink.transform) : undefined,
+          // Pages are read as bytes (intake.ts encodeListBytes): in intake workers, or here.
+          encode: pool ? (page) => pool.encode(page, sink.transform) : async (page) => sink.encodePage(page),
           limiter,
           log: o.log.child({ member: name, resource }),
           onStatus,

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { coreToEventsV1 } from '../../src/api/eventconv.js';
 import { eventFields, podFields } from '../../src/api/fields.js';
 import type { KubeObject } from '../../src/api/meta.js';
-import { CLUSTER_LABEL, encodeList, encodeObjects, listMetadataOf, servedJSON, type IntakeTransform } from '../../src/cache/intake.js';
+import { CLUSTER_LABEL, encodeList, encodeListBytes, encodeObjects, intakePaths, listMetadataOf, servedJSON, type IntakeTransform } from '../../src/cache/intake.js';
 
 function pod(name: string, labels?: Record<string, string>): KubeObject {
   return {
@@ -107,7 +107,18 @@ describe('encodeList', () => {
     const page = encodeList(text, t);
     expect(page.listRV).toBe('99');
     expect(page.continue).toBe('tok');
-    expect(servedJSON(page, 0, 0, '3').toString('utf8')).toBe(expected({ ...(item as KubeObject), kind: 'Pod', apiVersion: 'v1' }, t, '3').json);
+    // First, as kube-apiserver writes them.
+    const want = expected({ kind: 'Pod', apiVersion: 'v1', ...(item as KubeObject) }, t, '3').json;
+    expect(servedJSON(page, 0, 0, '3').toString('utf8')).toBe(want);
+    // The byte path writes the same bytes, and real pages take it.
+    const taken = intakePaths.bytes;
+    const fromBytes = encodeListBytes(Buffer.from(text + '\n'), t);
+    expect(intakePaths.bytes).toBe(taken + 1);
+    expect(fromBytes.listRV).toBe('99');
+    expect(fromBytes.continue).toBe('tok');
+    expect(servedJSON(fromBytes, 0, 0, '3').toString('utf8')).toBe(want);
+    expect(fromBytes.fields[0]).toEqual(page.fields[0]);
+    expect(fromBytes.labels[0]).toEqual(page.labels[0]);
   });
 });
 

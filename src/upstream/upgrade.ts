@@ -57,6 +57,7 @@ export function forwardUpgrade(
   const upstream: Socket = c.tls
     ? tlsConnect({
         ...c.options,
+        secureContext: c.secureContext(),
         host: c.host,
         port: c.port,
         // SNI is for names only; an IP is verified against the certificate's IP SANs without it.

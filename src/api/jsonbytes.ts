@@ -20,10 +20,16 @@ const NINE = 0x39;
 
 /** Set by every whitespace skip that skipped something: compact input never sets it. */
 export let spaced = false;
+/**
+ * Set by a number that may be beyond a double (integer digits plus exponent 300 or more): JSON.parse makes
+ * it Infinity, which JSON.stringify writes as null, so its bytes as they are would not say what a parse says.
+ */
+export let hugeNumbers = false;
 
-/** Clears spaced before a scan. */
+/** Clears spaced and hugeNumbers before a scan. */
 export function resetSpaced(): void {
   spaced = false;
+  hugeNumbers = false;
 }
 
 function fail(b: Uint8Array, i: number, what: string): never {
@@ -85,19 +91,26 @@ function skipDigits(b: Uint8Array, i: number): number {
 /** b[i] starts a number (a minus or a digit): the index after it. */
 function skipNumber(b: Uint8Array, i: number): number {
   if (b[i] === MINUS) i++;
+  const intStart = i;
   if (b[i] === ZERO) i++;
   else if (b[i] >= 0x31 && b[i] <= NINE) i = skipDigits(b, i + 1);
   else fail(b, i, 'in a number');
+  // The magnitude's order: integer digits plus a positive exponent (a tiny number parses as 0, as its bytes do).
+  let order = i - intStart;
   if (b[i] === 0x2e) {
     if (!(b[i + 1] >= ZERO && b[i + 1] <= NINE)) fail(b, i + 1, 'a fraction needs a digit');
     i = skipDigits(b, i + 1);
   }
   if (b[i] === 0x65 || b[i] === 0x45) {
     i++;
-    if (b[i] === 0x2b || b[i] === MINUS) i++;
+    const negative = b[i] === MINUS;
+    if (b[i] === 0x2b || negative) i++;
     if (!(b[i] >= ZERO && b[i] <= NINE)) fail(b, i, 'an exponent needs a digit');
-    i = skipDigits(b, i);
+    let exponent = 0;
+    for (; b[i] >= ZERO && b[i] <= NINE; i++) if (exponent < 1e6) exponent = exponent * 10 + b[i] - ZERO;
+    if (!negative) order += exponent;
   }
+  if (order >= 300) hugeNumbers = true;
   return i;
 }
 

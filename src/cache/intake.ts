@@ -11,7 +11,7 @@ import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { coreToEventsV1 } from '../api/eventconv.js';
 import { eventFields, podFieldSet, podFields } from '../api/fields.js';
-import { MemberCursor, resetSpaced, skipSpace, spaced, stringAt } from '../api/jsonbytes.js';
+import { hugeNumbers, MemberCursor, resetSpaced, skipSpace, spaced, stringAt } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
 import { topLevelValue } from './store.js';
 
@@ -327,7 +327,7 @@ function encodePodListBytes(b: Buffer, t: IntakeTransform, sizeHint: number, unc
       }
     }
   }
-  if (spaced || skipSpace(b, list.end) !== b.length) throw OBJECT_PATH;
+  if (spaced || hugeNumbers || skipSpace(b, list.end) !== b.length) throw OBJECT_PATH;
   if (itemsAt >= 0) {
     setItemKind(pp, kind, apiVersion);
     addItems(b, itemsAt, pp);
@@ -574,8 +574,8 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
   let pos = pp.pos;
   offsets[s] = pos;
   buf[pos++] = OPEN_OBJECT;
-  pos += pp.kindMember.copy(buf, pos);
-  pos += pp.apiVersionMember.copy(buf, pos);
+  if (!(seen & 2)) pos += pp.kindMember.copy(buf, pos);
+  if (!(seen & 4)) pos += pp.apiVersionMember.copy(buf, pos);
   let from = p + 1;
   for (let e = 0; e < edits; e++) {
     pos += b.copy(buf, pos, from, editAt[e]);

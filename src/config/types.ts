@@ -118,8 +118,8 @@ export interface CacheConfig {
   /** Drop metadata.managedFields from cached objects (they are large and kubectl hides them). */
   dropManagedFields: boolean;
   /**
-   * Threads that parse and serialize the members' list pages, so a cold sync does not hold the main thread (which
-   * serves every request); 0 (default): the main thread does it all.
+   * Threads that read the members' list pages and copy out their objects (src/cache/intake.ts), so a cold sync does
+   * not hold the main thread (which serves every request); 0 (default): the main thread does it all.
    */
   intakeWorkers: number;
   /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */

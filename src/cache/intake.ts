@@ -642,14 +642,15 @@ export function fromWire(wire: WirePage): EncodedPage {
 }
 
 /**
- * Object i's served JSON under rv (view 0: the object, 1: the events.k8s.io/v1 view), in a buffer of its own
- * (see ownBytes in store.ts).
+ * Object i's served JSON under rv (view 0: the object, 1: the events.k8s.io/v1 view), in bytes from a store's
+ * arena, or else in a buffer of its own (see ownBytes in store.ts).
  */
-export function servedJSON(page: EncodedPage, i: number, view: 0 | 1, rv: string): Buffer {
+export function servedJSON(page: EncodedPage, i: number, view: 0 | 1, rv: string, arena?: { alloc(len: number): Buffer }): Buffer {
   const s = i * page.stride + view * 4;
   const o = page.offsets;
   const head = o[s + 1] - o[s];
-  const b = Buffer.allocUnsafeSlow(head + rv.length + o[s + 3] - o[s + 2]);
+  const len = head + rv.length + o[s + 3] - o[s + 2];
+  const b = arena ? arena.alloc(len) : Buffer.allocUnsafeSlow(len);
   page.bytes.copy(b, 0, o[s], o[s + 1]);
   b.write(rv, head, 'latin1');
   page.bytes.copy(b, head + rv.length, o[s + 2], o[s + 3]);

@@ -276,9 +276,10 @@ export class MergedCache {
     const namespace = page.namespaces[i];
     const name = page.names[i];
     const labels = page.labels[i];
-    const stored = (resource === 'pods' ? this.pods : this.events).putEncoded({ key, namespace, name, json: servedJSON(page, i, 0, digits), labels, fields: page.fields[i] }, rv);
+    const store = resource === 'pods' ? this.pods : this.events;
+    const stored = store.putEncoded({ key, namespace, name, json: servedJSON(page, i, 0, digits, store.arena), labels, fields: page.fields[i] }, rv);
     // The v1 view shares metadata (same resourceVersion).
-    if (resource === 'events') this.eventsV1.putEncoded({ key: stored.key, namespace, name, json: servedJSON(page, i, 1, digits), labels, fields: page.v1Fields[i] }, rv);
+    if (resource === 'events') this.eventsV1.putEncoded({ key: stored.key, namespace, name, json: servedJSON(page, i, 1, digits, this.eventsV1.arena), labels, fields: page.v1Fields[i] }, rv);
     // The store's copy of the key, not an equal one: one string per object, whoever holds it.
     memberRVs.set(stored.key, memberRV);
     return stored.key;

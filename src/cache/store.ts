@@ -6,6 +6,7 @@
 
 import type { KubeObject } from '../api/meta.js';
 import { newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
+import { Arena, type ArenaOptions } from './arena.js';
 import { SortedKeys, lowerBound } from './sortedkeys.js';
 
 export interface StoredObject {
@@ -20,7 +21,7 @@ export interface StoredObject {
    * times the JSON's size per object. Bytes, not a string: they live outside the JS heap, so a cache of millions of
    * objects does not make every garbage collection walk and move gigabytes, and a response copies them instead of
    * encoding a string each time. objectOf() and metadataOf() parse them when a reader needs more than labels and
-   * fields.
+   * fields. Current objects' bytes are views into the store's slabs (arena.ts).
    */
   readonly json: Buffer;
   readonly labels: Readonly<Record<string, string>>;
@@ -77,6 +78,8 @@ export interface StoreOptions {
   keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
   /** Fields and labels to keep a selector index of (src/cache/selectorindex.ts), for filtered lists. */
   index?: SelectorIndexConfig;
+  /** Slab and slack sizes of the arena that holds current objects' JSON (tests make them small). */
+  arena?: ArenaOptions;
 }
 
 export interface Snapshot {
@@ -241,6 +244,8 @@ export class Store {
   private readonly keyOf?: (obj: KubeObject, namespace: string, name: string) => string;
   readonly clock: RvClock;
   readonly index?: SelectorIndex;
+  /** Where current objects' JSON is kept: putEncoded's bytes come from here (alloc). */
+  readonly arena: Arena;
 
   constructor(opts: StoreOptions) {
     if (opts.index) this.index = newSelectorIndex(opts.index);
@@ -249,6 +254,7 @@ export class Store {
     this.fieldsOf = opts.fieldsOf ?? (() => EMPTY);
     this.keyOf = opts.keyOf;
     this.compactedRV = opts.clock.current();
+    this.arena = new Arena((from, done) => this.rehome(from, done), opts.arena);
   }
 
   get size(): number {
@@ -270,12 +276,16 @@ export class Store {
    * (another version of the same data) passes the source event's rv.
    */
   put(obj: KubeObject, rv = this.clock.next()): StoredObject {
-    return this.commit(this.seal(obj, rv));
+    const json = JSON.stringify(this.stamp(obj, rv));
+    const bytes = this.arena.alloc(Buffer.byteLength(json, 'utf8'));
+    bytes.write(json, 0, 'utf8');
+    return this.commit(this.sealObject(obj, rv, bytes));
   }
 
   /**
-   * put for an object serialized elsewhere (src/cache/intake.ts, off the main thread), its JSON already carrying
-   * rv as metadata.resourceVersion. The store keeps the labels and fields objects and the bytes as they are.
+   * put for an object serialized elsewhere (src/cache/intake.ts), its JSON already carrying rv as
+   * metadata.resourceVersion, in bytes from this store's arena. The store keeps the labels and fields objects and
+   * the bytes as they are.
    */
   putEncoded(obj: EncodedObject, rv: number): StoredObject {
     return this.commit(this.sealed(obj.key, obj.namespace, obj.name, rv, obj.json, obj.labels, obj.fields));
@@ -286,6 +296,7 @@ export class Store {
     const prev = this.objects.get(stored.key);
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
+    else this.arena.free(prev.json);
     if (this.index) updateIndex(this.index, prev, stored);
     this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv: stored.rv, object: stored, prev, encoded: undefined });
     return stored;
@@ -299,6 +310,7 @@ export class Store {
     const last = this.seal(objectOf(prev), rv);
     this.objects.delete(key);
     this.keys.delete(key);
+    this.arena.free(prev.json);
     if (this.index) updateIndex(this.index, prev, undefined);
     this.record({ type: 'DELETED', rv, object: last, prev, encoded: undefined });
     return last;
@@ -309,12 +321,41 @@ export class Store {
    * obj's metadata; only obj's labels object is kept (shared, never changed), the rest is left to the caller.
    */
   seal(obj: KubeObject, rv: number): StoredObject {
+    return this.sealObject(obj, rv, ownBytes(JSON.stringify(this.stamp(obj, rv))));
+  }
+
+  /** obj with rv as its resourceVersion. */
+  private stamp(obj: KubeObject, rv: number): KubeObject {
+    obj.metadata.resourceVersion = String(rv);
+    return obj;
+  }
+
+  private sealObject(obj: KubeObject, rv: number, json: Buffer): StoredObject {
     const meta = obj.metadata;
-    meta.resourceVersion = String(rv);
     const namespace = meta.namespace ?? '';
     const name = meta.name ?? '';
     const key = this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name;
-    return this.sealed(key, namespace, name, rv, ownBytes(JSON.stringify(obj)), meta.labels ?? EMPTY, this.fieldsOf(obj));
+    return this.sealed(key, namespace, name, rv, json, meta.labels ?? EMPTY, this.fieldsOf(obj));
+  }
+
+  /**
+   * The current objects whose bytes are in the slabs from, copied into the arena's current slab (a new
+   * StoredObject each, same version: no event), a batch per turn of the event loop. Events and responses in flight
+   * keep the old ones, and with them the old slabs, until they are done.
+   */
+  private rehome(from: ReadonlySet<ArrayBufferLike>, done: () => void): void {
+    const objects = this.objects.values();
+    const step = (): void => {
+      let n = 0;
+      for (let r = objects.next(); !r.done; r = objects.next()) {
+        const o = r.value;
+        if (from.has(o.json.buffer)) this.objects.set(o.key, this.sealed(o.key, o.namespace, o.name, o.rv, this.arena.copy(o.json), o.labels, o.fields));
+        if (++n >= REHOME_BATCH) return void setImmediate(step);
+      }
+      done();
+    };
+    // Not inside the put or remove whose free asked for it.
+    setImmediate(step);
   }
 
   /** Every StoredObject is made here, so all share one shape. */
@@ -512,6 +553,9 @@ export class Store {
     });
   }
 }
+
+/** Objects looked at per turn of the event loop while slabs are evacuated (~10 ms). */
+const REHOME_BATCH = 50_000;
 
 /** The object's value for a trigger group; a field's absence reads as "" (fields.Set.Get), a label's as none. */
 function triggerValue(g: TriggerGroup, o: StoredObject): string | undefined {

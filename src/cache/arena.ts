@@ -1,0 +1,121 @@
+// Where a store keeps its objects' JSON: slabs of a few MiB, each object's bytes a view into one. A buffer per
+// object costs the JS heap ~175 bytes (an ArrayBuffer and its view) and V8 a backing store to track, and at a
+// million objects every full collection marks and sweeps them all; a view into a slab costs the view only.
+//
+// A slab is freed when nothing holds a view into it any more. The store reports when one of its objects stops
+// being current (replaced or deleted: free), so the arena knows each slab's live bytes; once the slabs hold more
+// dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
+// slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.
+
+export interface ArenaOptions {
+  /** Bytes per slab (4 MiB: a page of members' pods fills a few). Objects over an eighth of it get their own. */
+  slabBytes?: number;
+  /** Dead bytes tolerated before evacuating, besides as many as are live (64 MiB). */
+  slackBytes?: number;
+}
+
+interface Slab {
+  readonly buf: Buffer;
+  /** Bytes handed out. */
+  used: number;
+  /** Bytes of current objects. */
+  live: number;
+}
+
+export interface ArenaStats {
+  slabs: number;
+  slabBytes: number;
+  liveBytes: number;
+  /** Sparse slabs are being emptied. */
+  evacuating: boolean;
+}
+
+export class Arena {
+  private readonly slabs = new Map<ArrayBufferLike, Slab>();
+  private current: Slab | undefined;
+  private slabBytes = 0;
+  private liveBytes = 0;
+  private evacuating = false;
+  private readonly slabSize: number;
+  private readonly slack: number;
+
+  /**
+   * evacuate(from, done): move every current object whose bytes are in a slab of from into new bytes from alloc,
+   * then call done. The arena has forgotten those slabs already: frees of their views are no-ops.
+   */
+  constructor(
+    private readonly evacuate: (from: ReadonlySet<ArrayBufferLike>, done: () => void) => void,
+    opts: ArenaOptions = {},
+  ) {
+    this.slabSize = opts.slabBytes ?? 4 * 1024 * 1024;
+    this.slack = opts.slackBytes ?? 64 * 1024 * 1024;
+  }
+
+  /** len bytes for a current object's JSON, to be filled by the caller. */
+  alloc(len: number): Buffer {
+    if (len > this.slabSize / 8) return Buffer.allocUnsafeSlow(len);
+    let s = this.current;
+    if (!s || s.used + len > s.buf.length) {
+      s = { buf: Buffer.allocUnsafeSlow(this.slabSize), used: 0, live: 0 };
+      this.slabs.set(s.buf.buffer, s);
+      this.slabBytes += this.slabSize;
+      // The slab before it keeps its objects; it is freed once they are all gone.
+      if (this.current && this.current.live === 0) this.drop(this.current);
+      this.current = s;
+    }
+    const view = s.buf.subarray(s.used, s.used + len);
+    s.used += len;
+    s.live += len;
+    this.liveBytes += len;
+    return view;
+  }
+
+  /** A copy of bytes in the arena. */
+  copy(bytes: Buffer): Buffer {
+    const b = this.alloc(bytes.length);
+    bytes.copy(b);
+    return b;
+  }
+
+  /** The object whose bytes these are is no longer current (a view from elsewhere is ignored). */
+  free(view: Buffer): void {
+    const s = this.slabs.get(view.buffer);
+    if (!s) return;
+    s.live -= view.length;
+    this.liveBytes -= view.length;
+    if (s.live === 0 && s !== this.current) this.drop(s);
+    else if (!this.evacuating && this.overSlack()) this.startEvacuation();
+  }
+
+  private overSlack(): boolean {
+    return this.slabBytes - this.liveBytes > this.liveBytes + this.slack;
+  }
+
+  stats(): ArenaStats {
+    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating };
+  }
+
+  private drop(s: Slab): void {
+    this.slabs.delete(s.buf.buffer);
+    this.slabBytes -= s.buf.length;
+    this.liveBytes -= s.live;
+  }
+
+  /** The slabs at most half live, emptiest first, until the dead bytes left are within half the slack. */
+  private startEvacuation(): void {
+    const sparse = [...this.slabs.values()].filter((s) => s !== this.current && s.live * 2 <= s.used).sort((a, b) => a.live - b.live);
+    if (sparse.length === 0) return;
+    const from = new Set<ArrayBufferLike>();
+    for (const s of sparse) {
+      from.add(s.buf.buffer);
+      this.drop(s);
+      if (this.slabBytes - this.liveBytes <= this.slack / 2) break;
+    }
+    this.evacuating = true;
+    this.evacuate(from, () => {
+      this.evacuating = false;
+      // Frees during the move may have left more to do.
+      if (this.overSlack()) this.startEvacuation();
+    });
+  }
+}

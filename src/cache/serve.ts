@@ -244,8 +244,9 @@ class DeferredGzip implements BodyWriter {
     this.headers = headers;
   }
 
-  write(chunk: string | Buffer): boolean {
-    if (this.gz) return this.gz.write(chunk);
+  /** Held chunks are kept until compressed or sent whole: done is called only for chunks gzip has consumed. */
+  write(chunk: string | Buffer, done?: () => void): boolean {
+    if (this.gz) return done ? this.gz.write(chunk, () => done()) : this.gz.write(chunk);
     this.pending.push(chunk);
     this.size += Buffer.byteLength(chunk);
     if (this.size > GZIP_THRESHOLD) return this.startGzip();

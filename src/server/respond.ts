@@ -65,7 +65,8 @@ export function nextTurn(): Promise<void> {
 /** What a list writer needs of a response (a ServerResponse, an Http2ServerResponse, or a gzip in front of one). */
 export interface StreamingBody {
   writeHead(code: number, headers: Record<string, string>): unknown;
-  write(chunk: string | Buffer): boolean;
+  /** done, when given, is called once the chunk's bytes are no longer needed (handed to the connection), or never. */
+  write(chunk: string | Buffer, done?: () => void): boolean;
   end(chunk?: string | Buffer): unknown;
   on(event: string, fn: () => void): unknown;
   off(event: string, fn: () => void): unknown;
@@ -95,8 +96,8 @@ export function paced(body: StreamingBody): StreamingBody {
 
   return {
     writeHead: (code, headers) => body.writeHead(code, headers),
-    write(chunk) {
-      const ok = body.write(chunk);
+    write(chunk, done) {
+      const ok = body.write(chunk, done);
       if (yielding) return ok;
       if (ok && performance.now() - sliceStart < SLICE_MS) return true;
       void yieldTurn(!ok);

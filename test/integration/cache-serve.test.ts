@@ -15,6 +15,7 @@ import { gunzipSync } from 'node:zlib';
 import { pino } from 'pino';
 import { request } from 'undici';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { KubeObject } from '../../src/api/meta.js';
 import { encodeContinue } from '../../src/api/resourceversion.js';
 import { toStatus } from '../../src/api/status.js';
 import { fleetReadAuthorizer } from '../../src/authz/cachedreads.js';
@@ -430,6 +431,25 @@ describe('raw list and watch semantics', () => {
     expect(t.json().rows[0].cells[4]).toBe('member-a');
     expect(t.json().rows[0].object.kind).toBe('Pod');
     expect(t.headers['cache-control']).toBe('no-cache, private');
+  });
+
+  it('concurrent large lists over HTTP/1.1 and HTTP/2 come out whole (list chunks are pooled, reused once written)', async () => {
+    const s = await startCacheServer('instance-5');
+    try {
+      s.cache.sink('big', 'pods').replace(Array.from({ length: 1500 }, (_, i) => pod('load', `p-${String(i).padStart(5, '0')}`, 'n', i)), '1');
+      const sep = { ...ep, url: s.url };
+      const lists = await Promise.all([
+        ...Array.from({ length: 6 }, () => rawGet(sep, '/api/v1/pods', {}).then((r) => r.body)),
+        ...Array.from({ length: 2 }, () => h2Get(s.url, '/api/v1/pods', { authorization: 'Bearer admin' }).then((r) => r.body)),
+      ]);
+      const want = lists[0].toString();
+      const names = (JSON.parse(want).items as KubeObject[]).map((o) => o.metadata.name);
+      expect(names).toEqual(Array.from({ length: 1500 }, (_, i) => `p-${String(i).padStart(5, '0')}`));
+      expect(Buffer.byteLength(want)).toBeGreaterThan(20 * 64 * 1024);
+      for (const body of lists) expect(body.toString() === want).toBe(true);
+    } finally {
+      await s.close();
+    }
   });
 
   it('gzips lists over 128 KiB for clients that accept it, and only those', async () => {

@@ -111,6 +111,11 @@ export interface ReflectorOptions {
    * is encoded. Without it pages are parsed here and reach the sink by add.
    */
   encode?: (page: Buffer) => Promise<EncodedPage>;
+  /**
+   * Serializes a list page here, at once (intake.ts encodeListBytes), keeping nothing of its bytes: pages are then
+   * read into one buffer that every reflector reuses, and reach the sink by addEncoded. Not with encode.
+   */
+  encodeNow?: (page: Buffer) => EncodedPage;
 }
 
 /** A watch that ends this quickly without a single event counts as a failure (client-go: "very short watch"). */
@@ -266,6 +271,19 @@ export function startReflector(o: ReflectorOptions): Reflector {
               break;
             }
             throw f;
+          }
+          if (o.encodeNow) {
+            const body = await readChunks(r);
+            signal.throwIfAborted();
+            // Joined and encoded with nothing else running in between: the buffer is shared by every reflector.
+            const page = o.encodeNow(join(body, true));
+            await applied;
+            intake ??= sink.startList();
+            intake.addEncoded!(page);
+            count += page.count;
+            listRV = page.listRV;
+            cont = page.continue;
+            continue;
           }
           if (o.encode) {
             const bytes = await readBytes(r);
@@ -603,17 +621,43 @@ function bodyStream(r: Dispatcher.ResponseData): Readable {
 
 /** The whole body, in a buffer of its own (it is given away whole: ReflectorOptions.encode). */
 async function readBytes(r: Dispatcher.ResponseData): Promise<Buffer> {
+  return join(await readChunks(r), false);
+}
+
+interface Chunks {
+  chunks: Buffer[];
+  length: number;
+}
+
+async function readChunks(r: Dispatcher.ResponseData): Promise<Chunks> {
   const chunks: Buffer[] = [];
-  let n = 0;
+  let length = 0;
   for await (const chunk of bodyStream(r)) {
     chunks.push(chunk as Buffer);
-    n += (chunk as Buffer).length;
+    length += (chunk as Buffer).length;
   }
-  const b = Buffer.allocUnsafeSlow(n);
+  return { chunks, length };
+}
+
+/**
+ * The chunks in one buffer: one of its own, or with shared the buffer every reflector reads pages into, which is
+ * valid only until the caller yields (ReflectorOptions.encodeNow). A new buffer of a few MB per page is memory
+ * outside the JS heap, and V8 starts a full mark for about every 64 MiB of that.
+ */
+function join(body: Chunks, shared: boolean): Buffer {
+  let b: Buffer;
+  if (shared) {
+    if (pageBytes.length < body.length) pageBytes = Buffer.allocUnsafeSlow(Math.max(body.length, pageBytes.length * 2));
+    b = pageBytes.subarray(0, body.length);
+  } else {
+    b = Buffer.allocUnsafeSlow(body.length);
+  }
   let at = 0;
-  for (const c of chunks) at += c.copy(b, at);
+  for (const c of body.chunks) at += c.copy(b, at);
   return b;
 }
+
+let pageBytes = Buffer.alloc(0);
 
 async function readText(r: Dispatcher.ResponseData): Promise<string> {
   const stream = bodyStream(r);

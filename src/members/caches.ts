@@ -76,8 +76,8 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
           upstream: conn.upstream,
           path,
           sink,
-          // Pages are read as bytes (intake.ts encodeListBytes): in intake workers, or here.
-          encode: pool ? (page) => pool.encode(page, sink.transform) : async (page) => sink.encodePage(page),
+          // Pages are read as bytes (intake.ts encodeListBytes): in intake workers, or here at once.
+          ...(pool ? { encode: (page: Buffer) => pool.encode(page, sink.transform) } : { encodeNow: (page: Buffer) => sink.encodePage(page) }),
           limiter,
           log: o.log.child({ member: name, resource }),
           onStatus,

@@ -441,6 +441,36 @@ describe('reflector into the merged cache', () => {
   /** A pod whose label v names its member version, so served objects (gateway versions) still show which one they are. */
   const vpod = (name: string, rv: string) => pod(name, rv, { metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } } });
 
+  it('two members listed at once with encodeNow share one page buffer, and each gets its own pages', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
+    const gates = [held(), held(), held(), held()];
+    const start = async (member: string, names: string[], g: Array<ReturnType<typeof held>>) => {
+      const srv = await scripted([g[0].step, g[1].step]);
+      const up = upstreamFromEndpoint({ name: member, url: srv.url, role: 'member cluster' });
+      const sink = cache.sink(member, 'pods');
+      const r = startReflector({ upstream: up, path: '/api/v1/pods', sink, encodeNow: (b) => sink.encodePage(b), limiter: tokenBucket(1000, 1000), log, pageSize: 2, backoff: backoff({ initialMs: 5, maxMs: 20 }) });
+      cleanup.push(() => srv.close(), () => up.close(), () => r.stop());
+      return { r, names };
+    };
+    // Pods of different sizes, so a page read over another's bytes could not pass for itself.
+    const big = (name: string, rv: string) => pod(name, rv, { metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } }, spec: { pad: 'x'.repeat(2000) } });
+    const one = await start('m1', ['a', 'b', 'c', 'd'], gates.slice(0, 2));
+    const two = await start('m2', ['w', 'x', 'y', 'z'], gates.slice(2));
+    await until(() => gates[0].asked() && gates[2].asked(), 'both first pages to be asked for');
+    gates[0].release(list('10', [vpod('a', '1'), vpod('b', '2')], 'tok'));
+    gates[2].release(list('20', [big('w', '1'), big('x', '2')], 'tok'));
+    await until(() => gates[1].asked() && gates[3].asked(), 'both second pages to be asked for');
+    gates[1].release(list('10', [vpod('c', '3'), vpod('d', '4')]));
+    gates[3].release(list('20', [big('y', '3'), big('z', '4')]));
+    await until(() => one.r.synced && two.r.synced, 'both lists to end');
+    const held_ = (cluster: string) =>
+      [...cache.pods.values()].map((o) => JSON.parse(String(o.json))).filter((o) => o.metadata.labels['fleetgate.io/cluster'] === cluster).map((o) => `${o.metadata.name}@${o.metadata.labels.v}`);
+    expect(held_('m1')).toEqual(['a@1', 'b@2', 'c@3', 'd@4']);
+    expect(held_('m2')).toEqual(['w@1', 'x@2', 'y@3', 'z@4']);
+    expect(cache.lastMemberRV('m1', 'pods')).toBe('10');
+    expect(cache.lastMemberRV('m2', 'pods')).toBe('20');
+  });
+
   it('a relist moves objects forward page by page and deletes what the member no longer has only at its end', async () => {
     const page2 = held();
     const { cache, r, events, held: state } = await run([

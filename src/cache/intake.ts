@@ -195,9 +195,13 @@ function pageBuffer(size: number): Buffer {
 /** The page's objects are stored: its bytes may serve the next page. The page is of no use afterwards. */
 export function releasePage(page: EncodedPage): void {
   const b = page.bytes;
-  if (b.length > 0 && (!spare || b.length > spare.length)) spare = b;
+  // A whole list taken at once (replace) can be tens of MB: not worth keeping for the pages that follow.
+  if (b.length > 0 && b.length <= SPARE_MAX && (!spare || b.length > spare.length)) spare = b;
   page.bytes = EMPTY;
 }
+
+/** The largest page buffer kept: a few pages of 500 pods. */
+const SPARE_MAX = 16 * 1024 * 1024;
 
 /** A list answer's text made into its page. */
 export function encodeList(text: string, t: IntakeTransform, sizeHint = 0, unchanged?: Unchanged): EncodedPage {

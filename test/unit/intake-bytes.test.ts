@@ -53,9 +53,9 @@ const PAGE_PARTS = ['listRV', 'continue', 'namespaces', 'names', 'memberRVs', 'l
 
 /**
  * The keys a JSON text repeats within one object (JSON.parse keeps the last, so equal parsed values do not show
- * them), as "path.key"; keys in allowTop are let pass at the top level.
+ * them), as "path.key".
  */
-function repeatedKeys(text: string, allowTop: string[] = []): string[] {
+function repeatedKeys(text: string): string[] {
   const out: string[] = [];
   // Per open container: null for an array, else the object's keys so far and its key (for the path).
   const open: ({ keys: Set<string>; key: string } | null)[] = [];
@@ -69,7 +69,7 @@ function repeatedKeys(text: string, allowTop: string[] = []): string[] {
       if (expectKey) {
         key = JSON.parse(text.slice(i, j + 1)) as string;
         const top = open[open.length - 1]!;
-        if (top.keys.has(key) && !(open.length === 1 && allowTop.includes(key))) out.push([...open.map((o) => o?.key ?? '[]'), key].join('.'));
+        if (top.keys.has(key)) out.push([...open.map((o) => o?.key ?? '[]'), key].join('.'));
         top.keys.add(key);
         expectKey = false;
       }
@@ -87,8 +87,6 @@ function repeatedKeys(text: string, allowTop: string[] = []): string[] {
   }
   return out;
 }
-
-const ALLOW_TOP: string[] = [];
 
 /** Throws (with what differs) unless the two pages serve the same objects. */
 function assertSamePage(neu: EncodedPage, old: EncodedPage, what: () => string, rvs: string[], checkRepeats: boolean): void {
@@ -113,7 +111,7 @@ function assertSamePage(neu: EncodedPage, old: EncodedPage, what: () => string, 
         const [ca, cb] = [canon(pa), canon(JSON.parse(b))];
         if (ca !== cb) throw new Error(`${what()}: object ${i} view ${view} rv ${rv}\n  new: ${ca}\n  old: ${cb}`);
         if (checkRepeats && rv === rvs[0]) {
-          const repeated = repeatedKeys(a, ALLOW_TOP);
+          const repeated = repeatedKeys(a);
           if (repeated.length > 0) throw new Error(`${what()}: object ${i} view ${view}: served JSON repeats ${repeated.join(', ')}: ${JSON.stringify(a.slice(0, 400))}`);
         }
       }

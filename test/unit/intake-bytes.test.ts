@@ -8,6 +8,7 @@ import type { KubeObject } from '../../src/api/meta.js';
 import { isJSON, skipValue } from '../../src/api/jsonbytes.js';
 import { CLUSTER_LABEL, encodeList, encodeListBytes, intakePaths, releasePage, servedJSON, type EncodedPage, type IntakeTransform } from '../../src/cache/intake.js';
 import { generatePod } from '../sim/podgen.js';
+import { prng } from '../support/prng.js';
 
 type Unchanged = (namespace: string, name: string, memberRV: string) => boolean;
 
@@ -606,17 +607,6 @@ describe('encodeListBytes on invalid UTF-8', () => {
 
 // ---- fuzz ----
 
-/** mulberry32: a small seeded PRNG, so a failure names the case that gives it again. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const fatalUTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 

@@ -9,6 +9,7 @@ import { listPage, type ListPage, type ListTarget } from '../../src/cache/list.j
 import { candidatesFor } from '../../src/cache/selectorindex.js';
 import { newRvClock, Store, type StoredObject } from '../../src/cache/store.js';
 import { serveWatch } from '../../src/cache/watch.js';
+import { prng as rng } from '../support/prng.js';
 
 const CLUSTER = 'fleetgate.io/cluster';
 
@@ -247,17 +248,6 @@ describe('a watch from now with a selector', () => {
 
 // ---- differential: the indexed list answers exactly what the scan answers ----
 
-/** mulberry32: a small seeded PRNG, so a failure names a seed that reproduces it. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const LABEL_TERMS = ['app=x', 'app=y', 'app==z', 'app in (x,y)', 'app in (z,q)', 'app!=x', 'app notin (y)', 'tier', '!tier', 'tier=fe', `${CLUSTER}=c2`, `${CLUSTER} in (c1,c3)`, 'pod=p3', 'nokey=v', 'tier=', 'n>2', 'n<3'];
 const FIELD_TERMS = ['spec.nodeName=n1', 'spec.nodeName=n2', 'spec.nodeName=', 'spec.nodeName!=n1', 'metadata.namespace=b', 'metadata.name=p4', 'status.phase=Running', 'status.phase!=Failed'];

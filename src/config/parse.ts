@@ -120,7 +120,7 @@ export function parseConfig(yamlText: string, source: string, opts: ParseOptions
 
 function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
   const path = 'server';
-  const s = mapping(w, path, v, ['address', 'port', 'tls', 'maxRequestBodyBytes', 'requestTimeoutSeconds', 'shutdownGracePeriodSeconds']) ?? {};
+  const s = mapping(w, path, v, ['address', 'port', 'tls', 'maxRequestBodyBytes', 'requestTimeoutSeconds', 'shutdownGracePeriodSeconds', 'http2MaxStreamsPerConnection']) ?? {};
   const tlsPath = child(path, 'tls');
   let t: Record<string, unknown> = {};
   let tlsGiven = false;
@@ -154,6 +154,7 @@ function readServer(w: Walk, v: unknown, files: boolean): ServerConfig {
     maxRequestBodyBytes: opt(w, s, path, 'maxRequestBodyBytes', int(1, Number.MAX_SAFE_INTEGER, 'a positive whole number of bytes'), DEFAULTS.maxRequestBodyBytes),
     requestTimeoutSeconds: opt(w, s, path, 'requestTimeoutSeconds', SECONDS(1), DEFAULTS.requestTimeoutSeconds),
     shutdownGracePeriodSeconds: opt(w, s, path, 'shutdownGracePeriodSeconds', SECONDS(0), DEFAULTS.shutdownGracePeriodSeconds),
+    http2MaxStreamsPerConnection: opt(w, s, path, 'http2MaxStreamsPerConnection', int(1, 2 ** 31 - 1, 'a positive whole number of streams'), DEFAULTS.http2MaxStreamsPerConnection),
   };
 }
 

@@ -27,6 +27,11 @@ export interface ServerConfig {
   /** Deadline for requests that are not long-running (watch, logs, exec, attach, port-forward are). */
   requestTimeoutSeconds: number;
   shutdownGracePeriodSeconds: number;
+  /**
+   * SETTINGS_MAX_CONCURRENT_STREAMS offered to HTTP/2 clients. A client-go process multiplexes all its watches over
+   * one connection, so this bounds the watches one client can hold per connection.
+   */
+  http2MaxStreamsPerConnection: number;
 }
 
 export interface ServerTLSConfig {
@@ -195,6 +200,8 @@ export const DEFAULTS = {
   maxRequestBodyBytes: 3 * 1024 * 1024,
   requestTimeoutSeconds: 60,
   shutdownGracePeriodSeconds: 30,
+  // What kube-apiserver's recommended serving options set (Go's own default, 250, is too few for watch-heavy clients).
+  http2MaxStreamsPerConnection: 1000,
   controlPlaneTimeoutSeconds: 30,
   usernameClaim: 'sub',
   groupsClaim: 'groups',

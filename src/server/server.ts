@@ -40,6 +40,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     http2: true,
     https: {
       allowHTTP1: true,
+      settings: { maxConcurrentStreams: config.server.http2MaxStreamsPerConnection },
       ...tlsFiles.options,
       ...(tls.clientCAFile ? { requestCert: true, rejectUnauthorized: false } : {}),
     },

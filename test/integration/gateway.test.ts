@@ -1,6 +1,7 @@
 // The gateway in front of a simulated control plane: kubectl cannot tell it from a kube-apiserver, callers are
 // who their certificates say (impersonated upstream), and bad input never reaches the control plane.
 
+import { connect as h2connect } from 'node:http2';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCA, issueClientCert } from '../../src/pki/index.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
@@ -187,5 +188,19 @@ describe('streams and metrics', () => {
   it('echoes Audit-ID', async () => {
     const r = await call(adminEp, 'GET', '/api/v1/namespaces', { headers: { 'Audit-ID': 'my-audit-id-1' } });
     expect(r.headers['audit-id']).toBe('my-audit-id-1');
+  });
+
+  it("offers HTTP/2 clients kube-apiserver's 1000 concurrent streams per connection", async () => {
+    // Node's own default is unbounded: one connection could open streams (watches) without limit.
+    const session = h2connect(adminEp.url, { ca: adminEp.caPem, cert: adminEp.certPem, key: adminEp.keyPem });
+    try {
+      const settings = await new Promise<{ maxConcurrentStreams?: number }>((resolve, reject) => {
+        session.once('remoteSettings', resolve);
+        session.once('error', reject);
+      });
+      expect(settings.maxConcurrentStreams).toBe(1000);
+    } finally {
+      session.close();
+    }
   });
 });

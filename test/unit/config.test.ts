@@ -42,6 +42,7 @@ describe('config defaults', () => {
         maxRequestBodyBytes: 3145728,
         requestTimeoutSeconds: 60,
         shutdownGracePeriodSeconds: 30,
+        http2MaxStreamsPerConnection: 1000,
       },
       controlPlane: { kubeconfig: '/etc/fleetgate/cp.kubeconfig', context: '', timeoutSeconds: 30 },
       authentication: { anonymous: { enabled: false }, x509: { enabled: true }, oidc: [] },
@@ -82,6 +83,7 @@ server:
   maxRequestBodyBytes: 1024
   requestTimeoutSeconds: 5
   shutdownGracePeriodSeconds: 0
+  http2MaxStreamsPerConnection: 250
 controlPlane: { kubeconfig: /kc, context: fed, timeoutSeconds: 7 }
 authentication: { anonymous: { enabled: true }, tokenFile: tokens.csv }
 logging: { level: debug }
@@ -93,6 +95,7 @@ logging: { level: debug }
       maxRequestBodyBytes: 1024,
       requestTimeoutSeconds: 5,
       shutdownGracePeriodSeconds: 0,
+      http2MaxStreamsPerConnection: 250,
     });
     expect(c.controlPlane).toEqual({ kubeconfig: '/kc', context: 'fed', timeoutSeconds: 7 });
     expect(c.authentication).toEqual({ anonymous: { enabled: true }, x509: { enabled: false }, oidc: [], tokenFile: '/etc/fleetgate/tokens.csv' });
@@ -137,7 +140,7 @@ extra: true
 `);
     expect(errors).toEqual([
       'config: extra: unknown field; allowed: server, controlPlane, authentication, resources, cache, audit, flowControl, authorization, admission, logging, metrics',
-      'config: server.prot: unknown field; did you mean "port"? allowed: address, port, tls, maxRequestBodyBytes, requestTimeoutSeconds, shutdownGracePeriodSeconds',
+      'config: server.prot: unknown field; did you mean "port"? allowed: address, port, tls, maxRequestBodyBytes, requestTimeoutSeconds, shutdownGracePeriodSeconds, http2MaxStreamsPerConnection',
       'config: server.tls.certFile: "" is not a file path',
       'config: server.tls.keyFile: missing; a path to the serving private key (PEM) is required',
       'config: server.port: "abc" is not a port number (1-65535, or 0 for any free port)',

@@ -20,13 +20,26 @@ export class FakeResponse extends EventEmitter {
     return this;
   }
   flushHeaders(): void {}
+  private corked = 0;
+  private corkedWrites: string[] = [];
+  /** Corked writes are recorded as one, as a socket sends them in one writev. */
+  cork(): void {
+    this.corked++;
+  }
+  uncork(): void {
+    if (this.corked === 0 || --this.corked > 0) return;
+    if (this.corkedWrites.length > 0) this.writes.push(this.corkedWrites.join(''));
+    this.corkedWrites = [];
+  }
   write(chunk: Buffer | string): boolean {
-    this.writes.push(chunk.toString());
+    (this.corked > 0 ? this.corkedWrites : this.writes).push(chunk.toString());
     if (this.capacity === Infinity) return true;
     this.writableLength += chunk.length;
     return this.writableLength < this.capacity;
   }
   end(chunk?: string): this {
+    this.corked = Math.min(this.corked, 1);
+    this.uncork();
     if (chunk) this.writes.push(chunk);
     this.writableEnded = true;
     return this;

@@ -5,94 +5,161 @@
 // members in their own; the gateway's CPU time over the churn is divided by the events it delivered.
 
 import { get as httpsGet } from 'node:https';
-import type { ClientRequest } from 'node:http';
+import { connect as http2Connect, type ClientHttp2Session } from 'node:http2';
 import { round, summarize, type Scenario } from '../lib.js';
-import { agentFor, scaleFor, scaleNote, startScale, timedGet } from './scale.js';
+import { agentFor, scaleFor, scaleNote, startScale, timedGet, type ScaleFleet } from './scale.js';
 import type { ClusterEndpoint } from '../../support/http.js';
+import { prng } from '../../support/prng.js';
 
-const STAMP = '"bench/t":"';
+const STAMP_BYTES = Buffer.from('"bench/t":"');
 const RATE = 2000;
 const WATCHERS = 1000;
+/** HTTP/2 watchers share this many connections, as that many client-go processes would (one per host each). */
+const H2_SESSIONS = 10;
+
+type Protocol = 'h2' | 'http/1.1';
 
 interface Watcher {
   selector: string;
   kind: 'all' | 'label' | 'node' | 'none';
   events: number;
+  lags: number[];
   ended: boolean;
   endedEarly: boolean;
-  req?: ClientRequest;
+  close?: () => void;
+}
+
+/**
+ * Counts each delivered line that carries a stamp and records its lag. It scans the bytes as they come (no
+ * decoding to strings): at ~50,000 events/s of ~5 KB the watchers' own process is a third of a core already.
+ */
+function lineReader(w: Watcher, lags: number[]): (chunk: Buffer) => void {
+  let tail: Buffer | undefined;
+  const scan = (b: Buffer, now: number): number => {
+    let start = 0;
+    let stamp = b.indexOf(STAMP_BYTES);
+    for (let nl = b.indexOf(10); nl >= 0; nl = b.indexOf(10, start)) {
+      if (stamp >= 0 && stamp < start) stamp = b.indexOf(STAMP_BYTES, start);
+      if (stamp >= 0 && stamp < nl) {
+        const from = stamp + STAMP_BYTES.length;
+        const lag = now - Number(b.toString('latin1', from, b.indexOf(34, from)));
+        lags.push(lag);
+        w.lags.push(lag);
+        w.events++;
+      }
+      start = nl + 1;
+    }
+    return start;
+  };
+  return (chunk) => {
+    const now = performance.timeOrigin + performance.now();
+    if (tail) {
+      // Only the line that spans the chunks is joined.
+      const nl = chunk.indexOf(10);
+      if (nl < 0) {
+        tail = Buffer.concat([tail, chunk]);
+        return;
+      }
+      scan(Buffer.concat([tail, chunk.subarray(0, nl + 1)]), now);
+      chunk = chunk.subarray(nl + 1);
+    }
+    const start = scan(chunk, now);
+    tail = start < chunk.length ? chunk.subarray(start) : undefined;
+  };
 }
 
 function openWatch(ep: ClusterEndpoint, w: Watcher, path: string, lags: number[], open: () => void, fail: (e: Error) => void): void {
   const req = httpsGet(new URL(path, ep.url), { agent: agentFor(ep), headers: { accept: 'application/json' } }, (res) => {
     if (res.statusCode !== 200) return fail(new Error(`watch ${path}: ${res.statusCode}`));
     open();
-    let tail = '';
-    res.setEncoding('latin1');
-    res.on('data', (chunk: string) => {
-      const now = performance.timeOrigin + performance.now();
-      const text = tail + chunk;
-      let start = 0;
-      for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
-        const i = text.indexOf(STAMP, start);
-        if (i >= 0 && i < nl) {
-          const j = text.indexOf('"', i + STAMP.length);
-          lags.push(now - Number(text.slice(i + STAMP.length, j)));
-          w.events++;
-        }
-        start = nl + 1;
-      }
-      tail = text.slice(start);
-    });
+    res.on('data', lineReader(w, lags));
     res.on('end', () => (w.ended = true));
     res.on('error', () => (w.ended = true));
   });
   req.on('error', (e) => (w.ended ? undefined : fail(e)));
-  w.req = req;
+  w.close = () => req.destroy();
 }
 
-export const run: Scenario = async ({ quick, log }) => {
-  const { members, podsPerMember } = scaleFor(quick);
-  const fleet = await startScale({ members, podsPerMember, log });
+function openSession(ep: ClusterEndpoint): Promise<ClientHttp2Session> {
+  return new Promise((resolve, reject) => {
+    // Go's HTTP/2 transport (client-go's) opens 4 MiB per stream and 1 GiB per connection of receive window.
+    const s = http2Connect(ep.url, { ca: ep.caPem, cert: ep.certPem, key: ep.keyPem, settings: { initialWindowSize: 4 << 20 } });
+    s.once('error', reject);
+    s.once('connect', () => {
+      s.setLocalWindowSize(1 << 30);
+      resolve(s);
+    });
+  });
+}
+
+function openWatchH2(session: ClientHttp2Session, w: Watcher, path: string, lags: number[], open: () => void, fail: (e: Error) => void): void {
+  const stream = session.request({ ':path': path, accept: 'application/json' });
+  stream.once('response', (headers) => {
+    if (headers[':status'] !== 200) return fail(new Error(`watch ${path}: ${headers[':status']}`));
+    open();
+  });
+  stream.on('data', lineReader(w, lags));
+  stream.on('end', () => (w.ended = true));
+  stream.on('error', (e) => (w.ended ? undefined : ((w.ended = true), fail(e))));
+  w.close = () => stream.close();
+}
+
+interface PhaseResult {
+  figures: Record<string, number>;
+  lags: ReturnType<typeof summarize>;
+  dropped: number;
+  droppedKinds: string[];
+  unfiltered: number[];
+  made: { ops: number; ms: number };
+}
+
+/** 1,000 watches over one protocol, the churn for `seconds`, and what arrived. */
+async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log: (m: string) => void): Promise<PhaseResult> {
+  const ep = fleet.gateway;
+  const members = fleet.members;
+  const head = await timedGet(ep, '/api/v1/pods?limit=1', { keep: true });
+  const rv = /"resourceVersion":"(\d+)"/.exec(head.body!.subarray(0, 4096).toString())![1];
+  const apps = ['web', 'api', 'worker', 'cache', 'batch'];
+  const rand = prng(6);
+  const pick = (n: number) => Math.floor(rand() * n);
+  const member = () => `member-${String(pick(members) + 1).padStart(3, '0')}`;
   const watchers: Watcher[] = [];
+  for (let i = 0; i < WATCHERS; i++) {
+    // 1% unfiltered, 29% app + cluster labels, 35% one node, 35% a label nothing carries; which app, member
+    // and node drawn at random, so the selective watchers share the churn evenly.
+    const k = i % 100;
+    const base = { events: 0, lags: [] as number[], ended: false, endedEarly: false };
+    watchers.push(
+      k < 1
+        ? { kind: 'all', selector: '', ...base }
+        : k < 30
+          ? { kind: 'label', selector: `labelSelector=${encodeURIComponent(`app=${apps[pick(apps.length)]},fleetgate.io/cluster=${member()}`)}`, ...base }
+          : k < 65
+            ? { kind: 'node', selector: `fieldSelector=${encodeURIComponent(`spec.nodeName=${member()}-node-${pick(10) + 1}`)}`, ...base }
+            : { kind: 'none', selector: `labelSelector=${encodeURIComponent(`app=absent-${i}`)}`, ...base },
+    );
+  }
+  const lags: number[] = [];
+  const sessions = protocol === 'h2' ? await Promise.all(Array.from({ length: H2_SESSIONS }, () => openSession(ep))) : [];
   try {
-    const ep = fleet.gateway;
-    const seconds = quick ? 10 : 30;
-    // Start the churn's namespace first, then watch from the current version.
-    await fleet.sim({ op: 'churn', rate: 0 });
-    await fleet.sim({ op: 'stopChurn' });
-    const head = await timedGet(ep, '/api/v1/pods?limit=1', { keep: true });
-    const rv = /"resourceVersion":"(\d+)"/.exec(head.body!.subarray(0, 4096).toString())![1];
-    const apps = ['web', 'api', 'worker', 'cache', 'batch'];
-    const member = (i: number) => `member-${String((i % members) + 1).padStart(3, '0')}`;
-    for (let i = 0; i < WATCHERS; i++) {
-      // 1% unfiltered, 29% app + cluster labels, 35% one node, 35% a label nothing carries.
-      const k = i % 100;
-      const w: Watcher =
-        k < 1
-          ? { kind: 'all', selector: '', events: 0, ended: false, endedEarly: false }
-          : k < 30
-            ? { kind: 'label', selector: `labelSelector=${encodeURIComponent(`app=${apps[i % 5]},fleetgate.io/cluster=${member(i)}`)}`, events: 0, ended: false, endedEarly: false }
-            : k < 65
-              ? { kind: 'node', selector: `fieldSelector=${encodeURIComponent(`spec.nodeName=${member(i)}-node-${(i % 10) + 1}`)}`, events: 0, ended: false, endedEarly: false }
-              : { kind: 'none', selector: `labelSelector=${encodeURIComponent(`app=absent-${i}`)}`, events: 0, ended: false, endedEarly: false };
-      watchers.push(w);
-    }
-    const lags: number[] = [];
     const t0 = performance.now();
     // Opened 50 at a time: 1,000 TLS handshakes at once would time out on 2 cores.
     for (let i = 0; i < watchers.length; i += 50) {
       await Promise.all(
         watchers.slice(i, i + 50).map(
-          (w) =>
-            new Promise<void>((resolve, reject) =>
-              openWatch(ep, w, `/api/v1/namespaces/churn/pods?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=3600${w.selector ? `&${w.selector}` : ''}`, lags, resolve, reject),
-            ),
+          (w, j) =>
+            new Promise<void>((resolve, reject) => {
+              const path = `/api/v1/namespaces/churn/pods?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=3600${w.selector ? `&${w.selector}` : ''}`;
+              if (protocol === 'h2') openWatchH2(sessions[Math.floor(((i + j) * sessions.length) / watchers.length)]!, w, path, lags, resolve, reject);
+              else openWatch(ep, w, path, lags, resolve, reject);
+            }),
         ),
       );
     }
-    log(`06: ${watchers.length} watches open in ${round(performance.now() - t0)} ms; churning ${RATE}/s for ${seconds} s`);
+    log(`06 ${protocol}: ${watchers.length} watches open in ${round(performance.now() - t0)} ms; churning ${RATE}/s for ${seconds} s`);
     const cpu0 = await fleet.gw({ op: 'cpu' });
+    const sim0 = await fleet.sim({ op: 'cpu' });
+    const own0 = process.cpuUsage();
     const c0 = performance.now();
     await fleet.sim({ op: 'churn', rate: RATE });
     await new Promise((r) => setTimeout(r, seconds * 1000));
@@ -104,40 +171,19 @@ export const run: Scenario = async ({ quick, log }) => {
       await new Promise((r) => setTimeout(r, 500));
     }
     const cpu1 = await fleet.gw({ op: 'cpu' });
+    const own = process.cpuUsage(own0);
+    const sim1 = await fleet.sim({ op: 'cpu' });
+    const simShare = (sim1.user - sim0.user + sim1.system - sim0.system) / 1000 / churnMs;
     for (const w of watchers) w.endedEarly = w.ended;
     const delivered = lags.length;
     const cpuUs = cpu1.user - cpu0.user + (cpu1.system - cpu0.system);
     const s = summarize(lags);
-    const dropped = watchers.filter((w) => w.endedEarly).length;
-    const all = watchers.filter((w) => w.kind === 'all').map((w) => w.events);
+    const dropped = watchers.filter((w) => w.endedEarly);
     const perKind = (k: Watcher['kind']) => watchers.filter((w) => w.kind === k).reduce((a, w) => a + w.events, 0);
-    log(`06: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms, ${dropped} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event`);
-    const met = s.p99 < 100 && dropped === 0;
-    const notes = [
-      scaleNote(members, podsPerMember),
-      `${WATCHERS} watches (10 unfiltered on the churn namespace, 290 app+cluster labels, 350 spec.nodeName, 350 matching nothing), ${RATE} changes/s for ${seconds} s (40% create, 40% update, 20% update+delete)`,
-      'lag is measured in the benchmark process, which also parses every delivered line: its own event loop is part of the figure; the three processes share 2 cores',
-      `every unfiltered watcher saw ${Math.min(...all) === Math.max(...all) ? `the same ${all[0]} events` : `between ${Math.min(...all)} and ${Math.max(...all)} events (they should agree)`}`,
-    ];
-    if (made.ops / (made.ms / 1000) < RATE * 0.95) notes.push(`the sim made only ${round(made.ops / (made.ms / 1000))} changes/s of the ${RATE} asked: the members' process is CPU-bound (its profile: GC, pod generation and serialization) on the cores it shares with the gateway`);
-    if (s.p99 >= 100) {
-      notes.push(
-        `lag p99 ${round(s.p99)} ms, ${round(s.p99 - 100)} ms over the goal`,
-        'what bounds it (node --cpu-prof of the three processes at 20,000 pods, FLEETGATE_BENCH_CPUPROF=<dir>): the gateway was busy ~86% of 39.5 s, of which writev (TLS encryption and socket writes of every delivered event, ~5 KB each, 1.4 GB in all) 12.8 s, GC 4.4 s, Store record/fan-out 2.5 s, label and field matching 1.5 s (since then watches with a node, one-valued label or namespace selector are only shown the events that can match them: Store triggers), its own reflector intake 2 s; the benchmark process was ~80% idle. The 10 unfiltered watchers alone ask 2,000 events/s x 5 KB = 10 MB/s each; encoding an event once per encoding is already shared, but each watcher\'s TLS stream encrypts it again, so the gateway\'s single thread is the bound. Since then a watcher\'s events of one event-loop iteration leave as one write (one TLS record and syscall): in a micro-benchmark (50 watchers over TLS, 1,000 changes/s arriving 5 per iteration, the server thread\'s own CPU time) 26.0 -> 22.3 µs per delivered event (mean of two alternating rounds each); its profile still puts 0.82 s of the thread\'s 1.21 s in writev, and sparse watchers (label and node selectors, rarely two events in one iteration) still pay one write per event. Larger levers: serve watches over HTTP/2 (one connection, fewer syscalls), move TLS-heavy watch streams to worker threads',
-      );
-    }
-    if (dropped) {
-      notes.push(
-        `${dropped} watchers were dropped (${watchers.filter((w) => w.endedEarly).map((w) => w.kind).filter((k, i, a) => a.indexOf(k) === i).join(', ')}): the gateway ends a watch whose unsent bytes pass 16 MiB (~3,200 pod events, 1.6 s of an unfiltered watcher's 10 MB/s here) rather than buffer without bound. kube-apiserver's cacher is no more patient: an unfiltered pod watcher gets channels of at most 1,000 events (about 1 s of history), then the dispatcher waits at most its 100 ms/s budget and closes it. The end is clean (the chunked response ends after what was queued), so a client re-watches from its last resourceVersion; these watchers do not, so each unfiltered count stops where its watch was ended: that is the whole difference between them (in the published run each saw 3,155-4,058 events, about 16 MiB plus the sockets' buffers)`,
-      );
-    }
+    const p99Of = (k: Watcher['kind']) => round(summarize(watchers.filter((w) => w.kind === k).flatMap((w) => w.lags)).p99);
+    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)}, watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
     return {
-      id: 6,
-      title: 'Watch fan-out',
-      goal: '1,000 watchers, 2,000 events/s: delivery lag p99 < 100 ms, no watcher dropped, CPU per delivered event reported',
       figures: {
-        watchers: WATCHERS,
-        churn_rate_per_s: RATE,
         churn_s: round(churnMs / 1000),
         changes_made: made.ops,
         changes_made_per_s: round(made.ops / (made.ms / 1000)),
@@ -151,19 +197,84 @@ export const run: Scenario = async ({ quick, log }) => {
         lag_p90_ms: round(s.p90),
         lag_p99_ms: round(s.p99),
         lag_max_ms: round(s.max),
-        dropped_watchers: dropped,
+        lag_p99_unfiltered_ms: p99Of('all'),
+        lag_p99_label_ms: p99Of('label'),
+        lag_p99_node_ms: p99Of('node'),
+        dropped_watchers: dropped.length,
         gateway_cpu_us_per_event: round(cpuUs / delivered, 2),
         gateway_cpu_share: round(cpuUs / 1000 / churnMs, 3),
+        // The watchers' own process (TLS, HTTP and finding the stamps), over the same time.
+        client_cpu_share: round((own.user + own.system) / 1000 / churnMs, 3),
+        sim_cpu_share: round(simShare, 3),
       },
-      met,
-      notes,
-      series: [{ title: 'Watch delivery lag', x: 'percentile', y: 'ms', points: [{ label: 'p50', value: round(s.p50) }, { label: 'p90', value: round(s.p90) }, { label: 'p99', value: round(s.p99) }, { label: 'goal', value: 100 }] }],
+      lags: s,
+      dropped: dropped.length,
+      droppedKinds: [...new Set(dropped.map((w) => w.kind))],
+      unfiltered: watchers.filter((w) => w.kind === 'all').map((w) => w.events),
+      made,
     };
   } finally {
     for (const w of watchers) {
       w.ended = true;
-      w.req?.destroy();
+      w.close?.();
     }
+    for (const s of sessions) s.close();
+  }
+}
+
+export const run: Scenario = async ({ quick, log }) => {
+  const { members, podsPerMember } = scaleFor(quick);
+  const fleet = await startScale({ members, podsPerMember, log });
+  try {
+    const seconds = quick ? 10 : 30;
+    // Start the churn's namespace first, then watch from the current version.
+    await fleet.sim({ op: 'churn', rate: 0 });
+    await fleet.sim({ op: 'stopChurn' });
+    // FLEETGATE_BENCH_WATCH_ONLY=h2|http/1.1 runs one phase (for profiling one protocol); the figures of the
+    // other are then absent.
+    const only = process.env.FLEETGATE_BENCH_WATCH_ONLY;
+    const h2 = only === 'http/1.1' ? undefined : await phase(fleet, 'h2', seconds, log);
+    const h1 = only === 'h2' ? undefined : await phase(fleet, 'http/1.1', seconds, log);
+    const judged = h2 ?? h1!;
+    const met = judged.lags.p99 < 100 && judged.dropped === 0;
+    const phases = [['h2', h2], ['http/1.1', h1]].filter((p): p is [Protocol, PhaseResult] => p[1] !== undefined);
+    const key = (p: Protocol) => (p === 'h2' ? 'h2' : 'http1');
+    const notes = [
+      scaleNote(members, podsPerMember),
+      `${WATCHERS} watches (10 unfiltered on the churn namespace, 290 app+cluster labels, 350 spec.nodeName, 350 matching nothing), ${RATE} changes/s for ${seconds} s (40% create, 40% update, 20% update+delete) per phase`,
+      `two phases on the same fleet: h2, the watches as client-go opens them (HTTP/2 through ALPN, one connection per client process: ${H2_SESSIONS} connections of ${WATCHERS / H2_SESSIONS} streams, each with the same mix of selectors), which is what is judged; then http/1.1, a connection per watch, reported beside it`,
+      'lag is measured in the benchmark process, which also parses every delivered line: its own event loop is part of the figure; the three processes share 2 cores',
+    ];
+    for (const [name, r] of phases) {
+      const all = r.unfiltered;
+      notes.push(`${name}: every unfiltered watcher saw ${Math.min(...all) === Math.max(...all) ? `the same ${all[0]} events` : `between ${Math.min(...all)} and ${Math.max(...all)} events (they should agree)`}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}`);
+      if (r.made.ops / (r.made.ms / 1000) < RATE * 0.95) notes.push(`${name}: the sim made only ${round(r.made.ops / (r.made.ms / 1000))} changes/s of the ${RATE} asked: the members' process is CPU-bound on the cores it shares with the gateway`);
+    }
+    const figures: Record<string, number> = { watchers: WATCHERS, churn_rate_per_s: RATE };
+    for (const [name, r] of phases) for (const [k, v] of Object.entries(r.figures)) figures[`${key(name)}_${k}`] = v;
+    return {
+      id: 6,
+      title: 'Watch fan-out',
+      goal: '1,000 watchers, 2,000 events/s: delivery lag p99 < 100 ms, no watcher dropped, CPU per delivered event reported',
+      figures,
+      met,
+      notes,
+      series: [
+        {
+          title: 'Watch delivery lag',
+          x: 'percentile',
+          y: 'ms',
+          points: [
+            ...phases.flatMap(([name, r]) => [
+              { label: `${name} p50`, value: round(r.lags.p50) },
+              { label: `${name} p99`, value: round(r.lags.p99) },
+            ]),
+            { label: 'goal', value: 100 },
+          ],
+        },
+      ],
+    };
+  } finally {
     await fleet.close();
   }
 };

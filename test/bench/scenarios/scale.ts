@@ -233,6 +233,7 @@ function memory(): Record<string, number> {
 async function simChild(arg: { names: string[]; podsPerMember: number }): Promise<void> {
   const { startSimFleet } = await import('../../sim/fleet.js');
   const { generatePod } = await import('../../sim/podgen.js');
+  const { prng } = await import('../../support/prng.js');
   const { createCA, issueServingCert } = await import('../../../src/pki/index.js');
   const t0 = Date.now();
   const cp = await startSimFleet({ clusters: ['control-plane'] });
@@ -263,29 +264,34 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
     let index = 0;
     const started = Date.now();
     const apps = ['web', 'api', 'worker', 'cache', 'batch'];
+    // Member, operation, app and node drawn independently: counters taken modulo each other (ops % members and
+    // ops % 5 with 10 members) sent every create to the same few members, apps and nodes, so a watcher's share of
+    // the churn depended on which of them it picked.
+    const rand = prng(20261123);
+    const pick = (n: number) => Math.floor(rand() * n);
     churnTimer = setInterval(() => {
       const due = Math.floor(((Date.now() - started) / 1000) * ratePerSecond);
       while (ops < due) {
-        const ci = ops % clusters.length;
+        const ci = pick(clusters.length);
         const c = clusters[ci]!;
         const pods = c.resourceFor('', 'pods')!;
         const names = live[ci]!;
         const stamp = String(performance.timeOrigin + performance.now());
-        const kind = names.length < 20 ? 0 : ops % 5; // create 40%, update 40%, delete 20% once warm
+        const kind = names.length < 20 ? 0 : pick(5); // create 40%, update 40%, delete 20% once warm
         if (kind < 2) {
-          const { pod, status } = generatePod({ namespace, app: apps[index % apps.length]!, index: 1_000_000 + index, node: `${c.name}-node-${(index % 10) + 1}` });
+          const { pod, status } = generatePod({ namespace, app: apps[pick(apps.length)]!, index: 1_000_000 + index, node: `${c.name}-node-${pick(10) + 1}` });
           index++;
           (pod as any).status = status;
           pod.metadata!.annotations = { ...pod.metadata!.annotations, 'bench/t': stamp };
           names.push(c.load(pods, pod).name);
         } else if (kind < 4) {
-          const name = names[(ops * 7919) % names.length]!;
+          const name = names[pick(names.length)]!;
           const next = structuredClone(c.get('', 'pods', namespace, name) as any);
           next.metadata.annotations = { ...next.metadata.annotations, 'bench/t': stamp };
           next.status.containerStatuses[0].restartCount++;
           c.update(pods, namespace, name, next, { subresource: '' });
         } else {
-          const name = names.splice((ops * 7919) % names.length, 1)[0]!;
+          const name = names.splice(pick(names.length), 1)[0]!;
           // A DELETED event carries the last state: stamp it first so the deletion is timed too.
           const next = structuredClone(c.get('', 'pods', namespace, name) as any);
           next.metadata.annotations = { ...next.metadata.annotations, 'bench/t': stamp };
@@ -309,6 +315,8 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
           return churnStats();
         case 'rss':
           return memory();
+        case 'cpu':
+          return process.cpuUsage();
         case 'ceiling': {
           // The ceiling for a list: the same bytes, already in memory, written to a TLS loopback socket.
           const { readFile } = await import('node:fs/promises');

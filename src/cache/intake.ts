@@ -241,6 +241,7 @@ const OBJECT_PATH = new Error('left to the object path');
 
 const QUOTE = 0x22;
 const OPEN_OBJECT = 0x7b;
+const CLOSE_OBJECT = 0x7d;
 const OPEN_ARRAY = 0x5b;
 const COMMA = 0x2c;
 
@@ -296,7 +297,7 @@ function encodePodListBytes(b: Buffer, t: IntakeTransform, sizeHint: number, unc
   const list = listCursor.open(b, start);
   const estimate = Math.max(16, Math.ceil(b.length / 2048));
   const page: EncodedPage = { listRV: '', continue: '', count: 0, stride: 4, bytes: pageBuffer(Math.max(sizeHint, b.length + (b.length >>> 4) + 1024)), offsets: new Uint32Array(estimate * 4), namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
-  const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember: Buffer.from(`${JSON.stringify(CLUSTER_LABEL)}:${JSON.stringify(t.cluster)}`) };
+  const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember: clusterMemberOf(t) };
   let kind: string | undefined;
   let apiVersion: string | undefined;
   let itemsAt = -1;
@@ -338,6 +339,100 @@ function encodePodListBytes(b: Buffer, t: IntakeTransform, sizeHint: number, unc
   }
   page.offsets = page.offsets.slice(0, page.count * 4);
   return page;
+}
+
+// One per transform (a member's sink), not per watch event.
+const clusterMembers = new WeakMap<IntakeTransform, { cluster: string; member: Buffer }>();
+
+/** "fleetgate.io/cluster":"<cluster>" */
+function clusterMemberOf(t: IntakeTransform): Buffer {
+  const m = clusterMembers.get(t);
+  if (m && m.cluster === t.cluster) return m.member;
+  const member = Buffer.from(`${JSON.stringify(CLUSTER_LABEL)}:${JSON.stringify(t.cluster)}`);
+  clusterMembers.set(t, { cluster: t.cluster, member });
+  return member;
+}
+
+/** Watch events taken by each path (tests and benchmarks, as intakePaths). */
+export const watchPaths = { bytes: 0, objects: 0 };
+
+/**
+ * One pod's bytes b[start, end) (a watch event's object; whitespace around it is fine) made into a page of one: the
+ * page encodeObjects gives for the parsed pod, by the code that reads a list's items. undefined where the list path
+ * would leave the pod to the object path (see encodeListBytes), and for a pod without a name. The bytes are only
+ * read, and nothing is read of them beyond the pod's closing brace.
+ */
+export function encodePodBytes(b: Buffer, start: number, end: number, t: IntakeTransform, unchanged?: Unchanged): EncodedPage | undefined {
+  let page: EncodedPage | undefined;
+  try {
+    if (t.resource === 'pods' && isUtf8(b.subarray(start, end))) {
+      const p = skipSpace(b, start);
+      resetSpaced();
+      if (b[p] === OPEN_OBJECT) {
+        const clusterMember = clusterMemberOf(t);
+        page = { listRV: '', continue: '', count: 0, stride: 4, bytes: pageBuffer(end - start + 2 * clusterMember.length + 64), offsets: new Uint32Array(4), namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
+        const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember };
+        const podEnd = addPod(b, p, pp);
+        if (!spaced && !hugeNumbers && page.count === 1 && skipSpace(b, podEnd) === end) {
+          watchPaths.bytes++;
+          return page;
+        }
+      }
+    }
+  } catch {
+    // Left to the object path, which decides.
+  }
+  if (page) releasePage(page);
+  watchPaths.objects++;
+  return undefined;
+}
+
+export type WatchChange = 'ADDED' | 'MODIFIED' | 'DELETED';
+
+/** Where a watch event's object is in its line (watchEventOf). */
+export interface WatchEventBytes {
+  type: WatchChange;
+  objectStart: number;
+  objectEnd: number;
+}
+
+const eventCursor = new MemberCursor();
+const CHANGES: WatchChange[] = ['ADDED', 'MODIFIED', 'DELETED'];
+
+/**
+ * The change a watch event line b[start, end) carries, when the line is framed as kube-apiserver frames it:
+ * {"type":"<ADDED|MODIFIED|DELETED>","object":{...}}, whitespace allowed between tokens. undefined for anything else
+ * (other types, keys escaped, repeated or in another order): the caller parses those. Only the frame is read: the
+ * object is b[objectStart, objectEnd) if the bytes there are one JSON value, which the one who reads it checks (the
+ * line is then valid JSON).
+ */
+export function watchEventOf(b: Buffer, start: number, end: number): WatchEventBytes | undefined {
+  try {
+    const p = skipSpace(b, start);
+    if (b[p] !== OPEN_OBJECT) return undefined;
+    const c = eventCursor.open(b, p);
+    if (!c.next() || !c.keyIs('type') || b[c.valueStart] !== QUOTE || c.stringValue()) return undefined;
+    const type = CHANGES.find((name) => c.valueEnd - c.valueStart === name.length + 2 && bytesAre(b, c.valueStart + 1, name));
+    if (!type || !c.next() || !c.keyIs('object') || b[c.valueStart] !== OPEN_OBJECT) return undefined;
+    // The object is taken to run up to the frame's closing brace: anything else between them, and it is not one value.
+    let close = end;
+    while (close > c.valueStart && isSpace(b[close - 1])) close--;
+    close--;
+    if (close <= c.valueStart || b[close] !== CLOSE_OBJECT) return undefined;
+    return { type, objectStart: c.valueStart, objectEnd: close };
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether b holds the ASCII word at i. */
+function bytesAre(b: Buffer, i: number, word: string): boolean {
+  for (let k = 0; k < word.length; k++) if (b[i + k] !== word.charCodeAt(k)) return false;
+  return true;
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** As listItems: items get the list's kind without "List" and its apiVersion when they have none. */

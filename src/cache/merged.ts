@@ -10,7 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { eventFields, podFields } from '../api/fields.js';
 import type { KubeObject } from '../api/meta.js';
 import { goQuote, StatusError } from '../api/status.js';
-import { CLUSTER_LABEL, encodeListBytes, encodeObjects, releasePage, servedJSON, type CachedResource, type EncodedPage, type IntakeTransform, type Unchanged } from './intake.js';
+import { CLUSTER_LABEL, encodeListBytes, encodeObjects, encodePodBytes, releasePage, servedJSON, type CachedResource, type EncodedPage, type IntakeTransform, type Unchanged } from './intake.js';
 import type { ListIntake, ReflectorSink } from './reflector.js';
 import { Store, type RvClock, type StoredObject } from './store.js';
 
@@ -105,6 +105,8 @@ export class MergedCache {
     const memberRVs = state.memberRVs[resource];
     const transform: IntakeTransform = { cluster, resource, dropManagedFields: this.dropManagedFields };
     const unchanged = this.unchangedIn(cluster, memberRVs);
+    // A deletion needs only the pod's key and version: read as if held, its bytes are not copied.
+    const held: Unchanged = () => true;
     const startList = (): MemberListIntake => {
       // The keys this list has named; the store's own strings, so the set costs a slot per key.
       let seen: Set<string> | undefined = new Set<string>();
@@ -155,6 +157,21 @@ export class MergedCache {
         }
         if (memberRV) state.lastSeen[resource] = memberRV;
       },
+      // Pods' changes as their bytes, stored as apply stores them; events (two views) are parsed.
+      applyBytes:
+        resource !== 'pods'
+          ? undefined
+          : (type, bytes, start, end) => {
+              if (state.removed) return undefined;
+              const page = encodePodBytes(bytes, start, end, transform, type === 'DELETED' ? held : unchanged);
+              if (!page) return undefined;
+              const memberRV = page.memberRVs[0]!;
+              if (type === 'DELETED') this.removeKey(resource, memberRVs, memberKey(page.namespaces[0]!, page.names[0]!, cluster));
+              else this.upsert(cluster, resource, memberRVs, page, 0);
+              releasePage(page);
+              if (memberRV) state.lastSeen[resource] = memberRV;
+              return memberRV;
+            },
       progress: (rv) => {
         if (!state.removed) state.lastSeen[resource] = rv;
       },

@@ -17,7 +17,7 @@ import type { Dispatcher } from 'undici';
 import type { KubeObject } from '../api/meta.js';
 import { INITIAL_EVENTS_END_ANNOTATION } from '../api/watch.js';
 import type { Upstream } from '../upstream/client.js';
-import { listItems, listMetadataOf, type EncodedPage } from './intake.js';
+import { listItems, listMetadataOf, watchEventOf, type EncodedPage, type WatchChange } from './intake.js';
 import { errorText } from '../upstream/errors.js';
 import { upstreamPath } from '../upstream/forward.js';
 import { backoff as newBackoff, sleep, type Backoff, type RateLimiter } from './ratelimit.js';
@@ -37,7 +37,15 @@ export interface ReflectorSink {
    * sinks only: the reflector holds the whole list until its end to call it.
    */
   replace?(objects: KubeObject[], listRV: string): void;
-  apply(type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject): void;
+  apply(type: WatchChange, obj: KubeObject): void;
+  /**
+   * As apply, for a change once the watch is live, with the object as its bytes b[start, end) rather than parsed:
+   * returns the object's metadata.resourceVersion ('' when it has none) once applied, or undefined to have it
+   * parsed and handed to apply instead (then nothing of it may have reached the sink). The bytes are not checked
+   * beforehand: the sink takes only one JSON value there, and leaves the rest to apply (which is how invalid JSON
+   * breaks the watch). Valid only during the call.
+   */
+  applyBytes?(type: WatchChange, b: Buffer, start: number, end: number): string | undefined;
   /** A bookmark: progress without a change. */
   progress?(rv: string): void;
 }
@@ -182,7 +190,8 @@ export function startReflector(o: ReflectorOptions): Reflector {
         },
       };
     },
-    apply: (type: 'ADDED' | 'MODIFIED' | 'DELETED', obj: KubeObject) => guard(() => o.sink.apply(type, obj)),
+    apply: (type: WatchChange, obj: KubeObject) => guard(() => o.sink.apply(type, obj)),
+    applyBytes: o.sink.applyBytes ? (type: WatchChange, b: Buffer, start: number, end: number) => guard(() => o.sink.applyBytes!(type, b, start, end)) : undefined,
     progress: o.sink.progress ? (v: string) => guard(() => o.sink.progress!(v)) : undefined,
   };
 
@@ -389,6 +398,13 @@ export function startReflector(o: ReflectorOptions): Reflector {
         batch = [];
       };
       let outcome: WatchEnd | undefined;
+      /** A change has reached the sink. */
+      const advanced = (v: string | undefined) => {
+        if (v) rv = v;
+        rvFromList = false;
+        stats.events++;
+        stats.lastEventAt = Date.now();
+      };
       const onEvent = (ev: { type?: string; object?: KubeObject }): boolean => {
         received++;
         const obj = ev.object;
@@ -439,15 +455,31 @@ export function startReflector(o: ReflectorOptions): Reflector {
           return true;
         }
         sink.apply(type, obj);
-        if (v) rv = v;
-        rvFromList = false;
-        stats.events++;
-        stats.lastEventAt = Date.now();
+        advanced(v);
         return true;
+      };
+      const applyBytes = sink.applyBytes;
+      const onLine = (b: Buffer, start: number, end: number): boolean => {
+        // Changes once the watch is live go to a sink that reads them as bytes when they are framed as usual; the
+        // rest, and what the sink declines, is parsed.
+        if (applyBytes && !listing) {
+          const ev = watchEventOf(b, start, end);
+          if (ev) {
+            const v = applyBytes(ev.type, b, ev.objectStart, ev.objectEnd);
+            if (v !== undefined) {
+              received++;
+              advanced(v);
+              return true;
+            }
+          }
+        }
+        const text = b.toString('utf8', start, end);
+        if (text.trim() === '') return true;
+        return onEvent(JSON.parse(text));
       };
 
       try {
-        await readEvents(r, onEvent);
+        await readEvents(r, onLine);
       } catch (e) {
         if (signal.aborted) throw e;
         if (e instanceof SinkError) throw e;
@@ -667,28 +699,54 @@ async function readText(r: Dispatcher.ResponseData): Promise<string> {
   return s + decoder.end();
 }
 
-/** Calls onEvent for each newline-framed JSON event until the stream ends or onEvent returns false. */
-async function readEvents(r: Dispatcher.ResponseData, onEvent: (ev: { type?: string; object?: KubeObject }) => boolean): Promise<void> {
+/** Calls onLine for each line of the stream until it ends or onLine returns false. */
+async function readEvents(r: Dispatcher.ResponseData, onLine: OnLine): Promise<void> {
   const stream = bodyStream(r);
-  const decoder = new StringDecoder('utf8');
-  let buf = '';
   try {
-    for await (const chunk of stream) {
-      buf += decoder.write(chunk as Buffer);
-      let start = 0;
-      for (let nl = buf.indexOf('\n'); nl >= 0; nl = buf.indexOf('\n', start)) {
-        const line = buf.slice(start, nl);
-        start = nl + 1;
-        if (line.trim() === '') continue;
-        if (!onEvent(JSON.parse(line))) return;
-      }
-      buf = start > 0 ? buf.slice(start) : buf;
-    }
-    const rest = (buf + decoder.end()).trim();
-    if (rest) onEvent(JSON.parse(rest));
+    await splitLines(stream, onLine);
   } finally {
     stream.destroy();
     if (stream !== r.body) (r.body as Readable).destroy();
+  }
+}
+
+/** A line is b[start, end), its newline left out; valid only during the call. Returns whether to go on. */
+export type OnLine = (b: Buffer, start: number, end: number) => boolean;
+
+const NEWLINE = 0x0a;
+
+/**
+ * Calls onLine for each newline-ended line of the chunks, and for what follows the last newline, until they end
+ * or onLine returns false. A line within one chunk is given as a view of it; only a line that spans chunks is
+ * copied, once, when its end comes.
+ */
+export async function splitLines(chunks: AsyncIterable<Buffer>, onLine: OnLine): Promise<void> {
+  /** The start of a line that goes on in a later chunk. */
+  let held: Buffer[] = [];
+  for await (const chunk of chunks) {
+    let from = 0;
+    let nl = chunk.indexOf(NEWLINE);
+    if (held.length > 0) {
+      if (nl < 0) {
+        held.push(chunk);
+        continue;
+      }
+      held.push(chunk.subarray(0, nl));
+      const line = Buffer.concat(held);
+      held = [];
+      if (!onLine(line, 0, line.length)) return;
+      from = nl + 1;
+      nl = chunk.indexOf(NEWLINE, from);
+    }
+    for (; nl >= 0; nl = chunk.indexOf(NEWLINE, from)) {
+      if (!onLine(chunk, from, nl)) return;
+      from = nl + 1;
+    }
+    if (from < chunk.length) held.push(chunk.subarray(from));
+  }
+  if (held.length > 0) {
+    const line = held.length === 1 ? held[0]! : Buffer.concat(held);
+    onLine(line, 0, line.length);
   }
 }
 

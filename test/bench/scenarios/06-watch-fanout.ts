@@ -158,6 +158,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     }
     log(`06 ${protocol}: ${watchers.length} watches open in ${round(performance.now() - t0)} ms; churning ${RATE}/s for ${seconds} s`);
     const cpu0 = await fleet.gw({ op: 'cpu' });
+    await fleet.gw({ op: 'stampLag', start: true });
     const sim0 = await fleet.sim({ op: 'cpu' });
     const own0 = process.cpuUsage();
     const c0 = performance.now();
@@ -171,6 +172,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
       await new Promise((r) => setTimeout(r, 500));
     }
     const cpu1 = await fleet.gw({ op: 'cpu' });
+    const intake = await fleet.gw({ op: 'stampLag', start: false });
     const own = process.cpuUsage(own0);
     const sim1 = await fleet.sim({ op: 'cpu' });
     const simShare = (sim1.user - sim0.user + sim1.system - sim0.system) / 1000 / churnMs;
@@ -181,7 +183,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     const dropped = watchers.filter((w) => w.endedEarly);
     const perKind = (k: Watcher['kind']) => watchers.filter((w) => w.kind === k).reduce((a, w) => a + w.events, 0);
     const p99Of = (k: Watcher['kind']) => round(summarize(watchers.filter((w) => w.kind === k).flatMap((w) => w.lags)).p99);
-    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)}, watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
+    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)}, watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
     return {
       figures: {
         churn_s: round(churnMs / 1000),
@@ -200,6 +202,10 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         lag_p99_unfiltered_ms: p99Of('all'),
         lag_p99_label_ms: p99Of('label'),
         lag_p99_node_ms: p99Of('node'),
+        // The same stamps read where the gateway's cache stores the change: what the members and the gateway's
+        // intake add before the fan-out starts.
+        intake_lag_p50_ms: round(intake.p50),
+        intake_lag_p99_ms: round(intake.p99),
         dropped_watchers: dropped.length,
         gateway_cpu_us_per_event: round(cpuUs / delivered, 2),
         gateway_cpu_share: round(cpuUs / 1000 / churnMs, 3),

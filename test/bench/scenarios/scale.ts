@@ -373,10 +373,32 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   }
   const coldSyncMs = performance.now() - t0;
   const endpoint = await gw.endpointFor('bench-admin', ['system:masters']);
+  // For scenario 6: how late churn events (annotation bench/t, stamped by the sim when made) reach the gateway's
+  // store, so a watcher's lag can be split into member -> gateway and gateway -> watcher.
+  let lags: number[] = [];
+  let unsubscribe = () => {};
+  const stamp = Buffer.from('"bench/t":"');
+  const stampLag = (start: boolean) => {
+    unsubscribe();
+    const seen = lags;
+    lags = [];
+    if (start) {
+      unsubscribe = gw.running.gateway.members!.cache.pods.subscribe((ev) => {
+        const now = performance.timeOrigin + performance.now();
+        const json = ev.object.json;
+        const i = json.indexOf(stamp);
+        if (i >= 0) lags.push(now - Number(json.toString('latin1', i + stamp.length, json.indexOf(34, i + stamp.length))));
+      });
+    }
+    seen.sort((a, b) => a - b);
+    const at = (p: number) => seen[Math.min(seen.length - 1, Math.max(0, Math.ceil((p / 100) * seen.length) - 1))] ?? NaN;
+    return { n: seen.length, p50: at(50), p99: at(99), max: seen[seen.length - 1] ?? NaN };
+  };
   serveCommands(
     async (cmd) => {
       if (cmd.op === 'rss') return memory();
       if (cmd.op === 'cpu') return process.cpuUsage();
+      if (cmd.op === 'stampLag') return stampLag(cmd.start === true);
       throw new Error(`unknown op ${cmd.op}`);
     },
     () => gw.close(),

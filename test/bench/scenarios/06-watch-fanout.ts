@@ -241,20 +241,26 @@ export const run: Scenario = async ({ quick, log }) => {
     const only = process.env.FLEETGATE_BENCH_WATCH_ONLY;
     const h2 = only === 'http/1.1' ? undefined : await phase(fleet, 'h2', seconds, log);
     const h1 = only === 'h2' ? undefined : await phase(fleet, 'http/1.1', seconds, log);
-    const judged = h2 ?? h1!;
-    const met = judged.lags.p99 < 100 && judged.dropped === 0;
     const phases = [['h2', h2], ['http/1.1', h1]].filter((p): p is [Protocol, PhaseResult] => p[1] !== undefined);
     const key = (p: Protocol) => (p === 'h2' ? 'h2' : 'http1');
+    // Met only if every phase run meets it: clients come both ways.
+    const met = phases.every(([, r]) => r.lags.p99 < 100 && r.dropped === 0);
     const notes = [
       scaleNote(members, podsPerMember),
       `${WATCHERS} watches (10 unfiltered on the churn namespace, 290 app+cluster labels, 350 spec.nodeName, 350 matching nothing), ${RATE} changes/s for ${seconds} s (40% create, 40% update, 20% update+delete) per phase`,
-      `two phases on the same fleet: h2, the watches as client-go opens them (HTTP/2 through ALPN, one connection per client process: ${H2_SESSIONS} connections of ${WATCHERS / H2_SESSIONS} streams, each with the same mix of selectors), which is what is judged; then http/1.1, a connection per watch, reported beside it`,
+      `two phases on the same fleet: h2, the watches as client-go opens them (HTTP/2 through ALPN, one connection per client process: ${H2_SESSIONS} connections of ${WATCHERS / H2_SESSIONS} streams, each with the same mix of selectors); then http/1.1, a connection per watch. The goal is judged on both`,
       'lag is measured in the benchmark process, which also parses every delivered line: its own event loop is part of the figure; the three processes share 2 cores',
     ];
     for (const [name, r] of phases) {
       const all = r.unfiltered;
       notes.push(`${name}: every unfiltered watcher saw ${Math.min(...all) === Math.max(...all) ? `the same ${all[0]} events` : `between ${Math.min(...all)} and ${Math.max(...all)} events (they should agree)`}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}`);
       if (r.made.ops / (r.made.ms / 1000) < RATE * 0.95) notes.push(`${name}: the sim made only ${round(r.made.ops / (r.made.ms / 1000))} changes/s of the ${RATE} asked: the members' process is CPU-bound on the cores it shares with the gateway`);
+    }
+    if (!met) {
+      notes.push(
+        'what bounds it (this round: node --cpu-prof of the gateway per phase at quick scale, FLEETGATE_BENCH_CPUPROF and FLEETGATE_BENCH_WATCH_ONLY, and the three processes\' CPU over the churn): the two cores. Gateway, watchers and members together used 1.7-1.9 of the 2 cores (gateway 0.75-0.9, the watchers\' process 0.4-0.55 reading ~30,000 events/s of ~5 KB over TLS, the members 0.45-0.6 making and serving the changes), and the gateway\'s one thread does both the intake and the fan-out: when it falls behind, changes wait before its store (intake_lag: p50 7-60 ms and p99 0.35-0.75 s in the better h2 runs, seconds in the worse) and every watcher\'s lag includes that wait. Of the gateway\'s busy time in the h2 profile: native HTTP/2 framing, TLS and socket writes ~3.1 s, the fan-out in JS (Store record, selector match, queueing) ~1.6 s, GC ~0.9 s, new slabs and frames outside the heap ~0.9 s, the intake by bytes ~1 s; over HTTP/1.1 socket writes (a TLS record and syscall per watcher per iteration) ~3.6 s. Runs of the same code vary 3-10x in lag on this shared machine (h2 p50 57 ms to 8 s). The unfiltered watchers are the ones dropped: each asks 2,400 events/s x ~5 KB = 12 MB/s, and once the gateway is behind by 16 MiB (about 1.4 s of that) for one of them it ends that watch, as kube-apiserver\'s cacher ends a watcher whose buffer is full (its client re-watches from its last resourceVersion; these do not, so their counts stop there)',
+        'this round: events of one iteration are written corked (one writev per watcher, no buffer joined per watcher: 2.4 s of 17.5 s busy in the profile before), pods\' watch events are read as bytes like list pages (no JSON.parse and JSON.stringify per change), event frames are cut from 1 MiB chunks and slabs grow with the cache (fewer buffers outside V8\'s heap, each of which makes the main thread do a marking step while V8 marks), and HTTP/2 connections take at most 1,000 streams (kube-apiserver\'s setting). Next levers: the TLS writes of watch streams off the main thread (worker threads owning watch connections), and fewer bytes per event for watchers that allow it (protobuf, or PartialObjectMetadata)',
+      );
     }
     const figures: Record<string, number> = { watchers: WATCHERS, churn_rate_per_s: RATE };
     for (const [name, r] of phases) for (const [k, v] of Object.entries(r.figures)) figures[`${key(name)}_${k}`] = v;

@@ -19,12 +19,32 @@ const PREFIX: Record<WatchEventType, Buffer> = {
 };
 const SUFFIX = Buffer.from('}\n');
 
+// Frames are cut from 1 MiB chunks. Buffer.allocUnsafe pools only frames under 4 KiB, and a pod's is ~5 KB: one
+// buffer outside V8's heap per event, and while V8 marks, every such allocation past its external-memory limit
+// makes the main thread do a marking step (at 2,000 changes/s, one per event). A chunk is freed with its last
+// frame; frames live from one event's fan-out until the watchers' sockets have taken them, so chunks stay few.
+const FRAME_CHUNK = 1024 * 1024;
+let chunk: Buffer | undefined;
+let chunkUsed = 0;
+
+function frameBuffer(len: number): Buffer {
+  if (len > FRAME_CHUNK / 8) return Buffer.allocUnsafeSlow(len);
+  if (!chunk || chunkUsed + len > chunk.length) {
+    chunk = Buffer.allocUnsafeSlow(FRAME_CHUNK);
+    chunkUsed = 0;
+  }
+  const out = chunk.subarray(chunkUsed, chunkUsed + len);
+  // Keep the next frame 8-aligned, as Node's own pool does.
+  chunkUsed += (len + 7) & ~7;
+  return out;
+}
+
 /** One frame. `objectJson` must be compact JSON (the encoder compacts embedded objects, dropping any newline). */
 export function encodeWatchEvent(type: WatchEventType, objectJson: string | Buffer): Buffer {
   const prefix = PREFIX[type];
   if (typeof objectJson !== 'string') {
     // Stored bytes: copied as they are (serialized objects carry no trailing newline).
-    const out = Buffer.allocUnsafe(prefix.length + objectJson.length + SUFFIX.length);
+    const out = frameBuffer(prefix.length + objectJson.length + SUFFIX.length);
     prefix.copy(out, 0);
     objectJson.copy(out, prefix.length);
     SUFFIX.copy(out, prefix.length + objectJson.length);
@@ -32,7 +52,7 @@ export function encodeWatchEvent(type: WatchEventType, objectJson: string | Buff
   }
   const body = objectJson.endsWith('\n') ? objectJson.slice(0, -1) : objectJson;
   const bodyLen = Buffer.byteLength(body);
-  const out = Buffer.allocUnsafe(prefix.length + bodyLen + SUFFIX.length);
+  const out = frameBuffer(prefix.length + bodyLen + SUFFIX.length);
   prefix.copy(out, 0);
   out.write(body, prefix.length, 'utf8');
   SUFFIX.copy(out, prefix.length + bodyLen);

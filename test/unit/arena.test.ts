@@ -26,6 +26,26 @@ describe('Arena', () => {
     expect(arena.stats().slabs).toBe(2);
   });
 
+  it('grows its slabs with what it holds, to an eighth of it, up to the maximum', () => {
+    const arena = new Arena(() => {}, { slabBytes: 16 * KiB, maxSlabBytes: 64 * KiB, slackBytes: 1024 * KiB });
+    const sizes = new Map<ArrayBufferLike, number>();
+    for (let i = 0; i < 2000; i++) {
+      const v = arena.alloc(1 * KiB);
+      sizes.set(v.buffer, v.buffer.byteLength);
+    }
+    const seen = [...sizes.values()];
+    // 16 KiB until the arena holds 256 KiB (eight slabs of 16), then 32, 48 and 64 KiB, never more.
+    expect(seen.slice(0, 8)).toEqual(Array(8).fill(16 * KiB));
+    expect(seen).toContain(32 * KiB);
+    expect(seen).toContain(48 * KiB);
+    expect(Math.max(...seen)).toBe(64 * KiB);
+    expect(seen.every((n) => n % (16 * KiB) === 0)).toBe(true);
+    expect(arena.stats().slabBytes).toBe(seen.reduce((a, n) => a + n, 0));
+    // Without a maximum, a given slab size is also the largest.
+    const fixed = new Arena(() => {}, { slabBytes: 16 * KiB, slackBytes: 1024 * KiB });
+    for (let i = 0; i < 2000; i++) expect(fixed.alloc(1 * KiB).buffer.byteLength).toBe(16 * KiB);
+  });
+
   it('lets a slab go once its last object is freed, but not the slab being filled', () => {
     const arena = new Arena(() => {}, { slabBytes: 16 * KiB, slackBytes: 1024 * KiB });
     const first = [arena.alloc(1 * KiB), arena.alloc(1 * KiB)];

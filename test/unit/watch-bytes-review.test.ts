@@ -3,8 +3,6 @@
 // parse decides otherwise, deletions keyed as keyOfMember keys them, the reflector's resourceVersion and stats, the
 // store keeping no view of a stream chunk, and lines cut out of chunks at awkward places.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/meta.js';
@@ -13,6 +11,8 @@ import { CLUSTER_LABEL, MergedCache, type MemberSink } from '../../src/cache/mer
 import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
 import { splitLines, startReflector } from '../../src/cache/reflector.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
+import { podList, scriptedMember, watchBytes, type Step } from '../support/scriptedmember.js';
+import { until } from '../support/until.js';
 import { MANAGED_FIELDS, canon, realPod } from '../support/podcases.js';
 
 const log = pino({ level: 'silent' });
@@ -307,7 +307,7 @@ describe('splitLines at awkward cuts', () => {
     const body = Buffer.from(`${lines[0]}\r\n\r\n${lines[1]}\r\n   \n${lines[2]}\n\n${lines[3]}\r\n${lines[4]}`);
     const before = watchPaths.bytes;
     const { m, r, watches } = await run([podList('10'), watchBytes(body, [1, body.indexOf(10) + 1, body.indexOf(10) + 2, Math.floor(body.length / 2), body.length - 1])]);
-    await until(() => watches().length === 2, 'the second watch');
+    await until(() => watches().length === 2, 5000, 'the second watch');
     expect(watchPaths.bytes - before).toBe(lines.length);
     expect(r.stats.events).toBe(lines.length);
     expect(watches()[1]!.get('resourceVersion')).toBe('15');
@@ -319,64 +319,22 @@ describe('splitLines at awkward cuts', () => {
 
 // ---- a scripted member for the reflector ----
 
-type Step = (req: IncomingMessage, res: ServerResponse) => void;
 const cleanup: Array<() => Promise<unknown>> = [];
 afterEach(async () => {
   for (const c of cleanup.splice(0).reverse()) await c();
 });
 
 async function run(steps: Step[]) {
-  const requests: URLSearchParams[] = [];
-  const open = new Set<ServerResponse>();
-  const server: Server = createServer((req, res) => {
-    requests.push(new URL(req.url!, 'http://x').searchParams);
-    const step = steps.shift();
-    if (step) step(req, res);
-    else {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.flushHeaders();
-      open.add(res);
-    }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const up = upstreamFromEndpoint({ name: 'm', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, role: 'member cluster' });
+  const srv = await scriptedMember(steps);
+  const requests = srv.requests;
+  const up = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster' });
   const m = member();
   const r = startReflector({ upstream: up, path: '/api/v1/pods', sink: m.sink, limiter: tokenBucket(1000, 1000), log, pageSize: 500, useWatchList: false, backoff: backoff({ initialMs: 5, maxMs: 20 }) });
   cleanup.push(
-    async () => {
-      for (const o of open) o.destroy();
-      server.closeAllConnections();
-      await new Promise((res) => server.close(res));
-    },
+    () => srv.close(),
     () => up.close(),
     () => r.stop(),
   );
   return { m, r, watches: () => requests.filter((q) => q.get('watch') === '1') };
 }
 
-const podList = (rv: string): Step => (_req, res) => {
-  res.writeHead(200, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: rv }, items: [] }));
-};
-
-const watchBytes = (body: Buffer, cutAt: number[]): Step => (_req, res) => {
-  res.writeHead(200, { 'Content-Type': 'application/json' });
-  res.flushHeaders();
-  const bounds = [0, ...cutAt.filter((c) => c > 0 && c < body.length).sort((a, b) => a - b), body.length];
-  let i = 0;
-  const next = () => {
-    if (i + 1 >= bounds.length) return void setTimeout(() => res.end(), 5);
-    res.write(body.subarray(bounds[i], bounds[i + 1]));
-    i++;
-    setTimeout(next, 2);
-  };
-  next();
-};
-
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}

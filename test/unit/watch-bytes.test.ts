@@ -4,8 +4,6 @@
 // it, the same value for JSON spelled otherwise), the reflector must move to the same resourceVersion, and a line
 // that is not JSON must still break the watch.
 
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/meta.js';
@@ -14,6 +12,8 @@ import { CLUSTER_LABEL, MergedCache, type MemberSink } from '../../src/cache/mer
 import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
 import { splitLines, startReflector } from '../../src/cache/reflector.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
+import { podList, scriptedMember, watchBytes, type Step } from '../support/scriptedmember.js';
+import { until } from '../support/until.js';
 import { AWKWARD_PAGES, MANAGED_FIELDS, canon, listParts, randomPod, realPod, spell, type Spelling } from '../support/podcases.js';
 import { prng } from '../support/prng.js';
 
@@ -336,62 +336,8 @@ describe('splitLines', () => {
 
 // ---- the reflector, against a scripted member ----
 
-type Step = (req: IncomingMessage, res: ServerResponse) => void;
-
-async function scripted(steps: Step[]) {
-  const requests: URLSearchParams[] = [];
-  const open = new Set<ServerResponse>();
-  const server: Server = createServer((req, res) => {
-    requests.push(new URL(req.url!, 'http://x').searchParams);
-    const step = steps.shift();
-    if (step) step(req, res);
-    else {
-      res.writeHead(200, { 'Content-Type': 'application/json' });
-      res.flushHeaders();
-      open.add(res);
-    }
-  });
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
-    requests,
-    async close() {
-      for (const r of open) r.destroy();
-      server.closeAllConnections();
-      await new Promise((r) => server.close(r));
-    },
-  };
-}
-
-const podList = (rv: string, items: KubeObject[]): Step => (_req, res) => {
-  res.writeHead(200, { 'Content-Type': 'application/json' });
-  res.end(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: rv }, items }));
-};
-
-/** A watch that writes the stream in pieces cut at the given offsets, a few ms apart, then ends. */
-const watchBytes = (body: Buffer, cutAt: number[] = []): Step => (_req, res) => {
-  res.writeHead(200, { 'Content-Type': 'application/json' });
-  res.flushHeaders();
-  const bounds = [0, ...cutAt.filter((c) => c > 0 && c < body.length).sort((a, b) => a - b), body.length];
-  let i = 0;
-  const next = () => {
-    if (i + 1 >= bounds.length) return void setTimeout(() => res.end(), 5);
-    res.write(body.subarray(bounds[i], bounds[i + 1]));
-    i++;
-    setTimeout(next, 2);
-  };
-  next();
-};
-
 const joinLines = (lines: Buffer[]) => Buffer.concat(lines.flatMap((l) => [l, Buffer.from('\n')]));
 
-async function until(cond: () => boolean, what: string, timeoutMs = 5000): Promise<void> {
-  const start = Date.now();
-  while (!cond()) {
-    if (Date.now() - start > timeoutMs) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
 
 const vpod = (name: string, rv: string): KubeObject => ({ kind: 'Pod', apiVersion: 'v1', metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } }, spec: { nodeName: 'n' } });
 
@@ -402,7 +348,7 @@ describe('the reflector reading pod watch events as bytes', () => {
   });
 
   const run = async (steps: Step[], useWatchList = false) => {
-    const srv = await scripted(steps);
+    const srv = await scriptedMember(steps);
     const up = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster' });
     const m = member();
     const r = startReflector({ upstream: up, path: '/api/v1/pods', sink: m.sink, limiter: tokenBucket(1000, 1000), log, pageSize: 500, useWatchList, backoff: backoff({ initialMs: 5, maxMs: 20 }) });
@@ -417,7 +363,7 @@ describe('the reflector reading pod watch events as bytes', () => {
     const cutAt = [1, 17, Math.floor(body.length / 3), Math.floor(body.length / 3) + 1, body.indexOf(10), body.indexOf(10) + 1, body.length - 1];
     const before = watchPaths.bytes;
     const { m, r, watches } = await run([podList('900', []), watchBytes(body, cutAt)]);
-    await until(() => watches().length === 2, 'the second watch');
+    await until(() => watches().length === 2, 5000, 'the second watch');
     expect(r.stats.events).toBe(lines.length);
     expect(watchPaths.bytes - before).toBe(lines.length);
     // The old path, directly.
@@ -438,7 +384,7 @@ describe('the reflector reading pod watch events as bytes', () => {
       steps.push(watchBytes(joinLines([line('MODIFIED', vpod('a', String(rv))), Buffer.from(g), line('MODIFIED', vpod('a', String(rv + 50)))])));
     }
     const { m, r, watches } = await run(steps);
-    await until(() => watches().length === garbage.length + 1, 'a watch after every broken one');
+    await until(() => watches().length === garbage.length + 1, 5000, 'a watch after every broken one');
     expect(watches().map((q) => q.get('resourceVersion'))).toEqual(['10', '11', '12', '13', '14']);
     expect(r.stats.events).toBe(garbage.length);
     const stored = [...m.cache.pods.values()].map((o) => JSON.parse(o.json.toString()).metadata.labels.v);
@@ -453,7 +399,7 @@ describe('the reflector reading pod watch events as bytes', () => {
       watchBytes(joinLines([line('ADDED', vpod('b', '21')), line('ERROR', { kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 410, reason: 'Expired', message: 'too old' }), line('ADDED', vpod('c', '22'))])),
       podList('30', [vpod('a', '11'), vpod('d', '29')]),
     ]);
-    await until(() => watches().length === 3, 'the watch after the relist');
+    await until(() => watches().length === 3, 5000, 'the watch after the relist');
     expect(watches().map((q) => q.get('resourceVersion'))).toEqual(['10', '20', '30']);
     expect(srv.requests.map((q) => (q.get('watch') ? 'watch' : 'list'))).toEqual(['list', 'watch', 'watch', 'list', 'watch']);
     expect(r.stats.events).toBe(2);
@@ -468,7 +414,7 @@ describe('the reflector reading pod watch events as bytes', () => {
     const end = line('BOOKMARK', { kind: 'Pod', apiVersion: 'v1', metadata: { resourceVersion: '10', annotations: { 'k8s.io/initial-events-end': 'true' } } });
     const before = watchPaths.bytes;
     const { m, r, watches } = await run([watchBytes(joinLines([...initial, end, line('MODIFIED', vpod('a', '11'))]))], true);
-    await until(() => watches().length === 2, 'the watch after the streaming list');
+    await until(() => watches().length === 2, 5000, 'the watch after the streaming list');
     expect(r.synced).toBe(true);
     expect(r.stats.events).toBe(1);
     expect(watchPaths.bytes - before).toBe(1);

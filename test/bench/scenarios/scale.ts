@@ -286,14 +286,14 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
           names.push(c.load(pods, pod).name);
         } else if (kind < 4) {
           const name = names[pick(names.length)]!;
-          const next = structuredClone(c.get('', 'pods', namespace, name) as any);
+          const next = c.get('', 'pods', namespace, name) as any; // a fresh parse of the stored bytes: ours to change
           next.metadata.annotations = { ...next.metadata.annotations, 'bench/t': stamp };
           next.status.containerStatuses[0].restartCount++;
           c.update(pods, namespace, name, next, { subresource: '' });
         } else {
           const name = names.splice(pick(names.length), 1)[0]!;
           // A DELETED event carries the last state: stamp it first so the deletion is timed too.
-          const next = structuredClone(c.get('', 'pods', namespace, name) as any);
+          const next = c.get('', 'pods', namespace, name) as any; // a fresh parse of the stored bytes: ours to change
           next.metadata.annotations = { ...next.metadata.annotations, 'bench/t': stamp };
           c.update(pods, namespace, name, next, { subresource: '' });
           c.delete(pods, namespace, name, { gracePeriodSeconds: 0 });

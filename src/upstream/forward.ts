@@ -53,6 +53,10 @@ export function forward(up: Upstream, req: Request, response: Response, auditID:
     let timer: NodeJS.Timeout | undefined;
     let waitingDrain = false;
     let clientGone = false;
+    let bodyStarted = false;
+    const flushHead = () => {
+      if (!bodyStarted && !settled) res.flushHeaders();
+    };
 
     const finish = (code: number) => {
       if (settled) return;
@@ -98,11 +102,14 @@ export function forward(up: Upstream, req: Request, response: Response, auditID:
         status = statusCode;
         res.writeHead(statusCode, responseHeaders(upstreamHeaders));
         responded = true;
-        // Watches answer headers long before their first event; clients wait on them to know the watch is open.
-        res.flushHeaders();
+        // Watches answer headers long before their first event, and clients wait on them to know the watch is open:
+        // they go out once this turn of the loop has no body for them. Flushing them at once cost every small answer
+        // (its body is usually in the same read) a TLS record and a syscall more, ~15% of a forwarded GET at c=1.
+        setImmediate(flushHead);
       },
       onResponseData(c, chunk) {
         if (settled) return;
+        bodyStarted = true;
         if (!res.write(chunk) && !waitingDrain) {
           waitingDrain = true;
           c.pause();

@@ -84,6 +84,11 @@ beforeAll(async () => {
         res.writeHead(200, { 'content-type': 'application/json' });
         res.write('{"type":"ADDED"}\n');
         return;
+      case '/quiet':
+        // A watch with nothing to say yet: headers only, the body stays open.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.flushHeaders();
+        return;
       case '/hang':
         return; // never answers
       case '/refuse-sized': {
@@ -313,6 +318,22 @@ describe('streaming', () => {
     await until(() => results.length > before);
     expect(results[before]).toBe(200);
   });
+});
+
+describe('response headers', () => {
+  it("reach the client while the upstream's body has not begun (a quiet watch is seen as open)", async () => {
+    const ac = new AbortController();
+    const t0 = performance.now();
+    const status = await new Promise<number>((resolve, reject) => {
+      const req = request(`http://${base}/quiet`, { signal: ac.signal }, (res) => resolve(res.statusCode!));
+      req.on('error', (e) => (ac.signal.aborted ? undefined : reject(e)));
+      req.end();
+    });
+    expect(status).toBe(200);
+    // Well before any timeout: the gateway flushes the head once its turn has no body for it.
+    expect(performance.now() - t0).toBeLessThan(1000);
+    ac.abort();
+  }, 10_000);
 });
 
 describe('HTTP/2 clients', () => {

@@ -32,6 +32,8 @@ export const run: Scenario = async ({ quick, log }) => {
     const figures: Record<string, number | string> = { pods: fleet.totalPods + 100, members, settle_ms: round(settleMs) };
     const points: Array<{ label: string; value: number }> = [];
     let worst = 0;
+    const sampleDir = process.env.FLEETGATE_BENCH_HEAP_SAMPLING;
+    if (sampleDir) await fleet.gw({ op: 'heapSampling' });
     for (const [name, path] of Object.entries(queries)) {
       const first = await timedGet(ep, path, { keep: true });
       const items = (first.body!.toString('latin1').match(/"kind":"Pod"/g) ?? []).length;
@@ -46,6 +48,7 @@ export const run: Scenario = async ({ quick, log }) => {
       // The unpaged nodeName list is reported, not judged: the goal's lists are the ones kubectl sends.
       if (name !== 'nodename_all') worst = Math.max(worst, s.p99);
     }
+    if (sampleDir) log(`03: heap allocations sampled: ${(await fleet.gw({ op: 'heapSampling', file: `${sampleDir}/scenario-03-gateway.heapprofile` })).file}`);
     const met = worst < 50;
     const notes = [
       scaleNote(members, podsPerMember),

@@ -373,6 +373,27 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   }
   const coldSyncMs = performance.now() - t0;
   const endpoint = await gw.endpointFor('bench-admin', ['system:masters']);
+  // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: scenarios that support it sample the gateway's JS heap allocations over
+  // their measured window, garbage included (what makes young-generation collections), into <dir>/*.heapprofile
+  // (open in Chrome DevTools).
+  let sampling: import('node:inspector').Session | undefined;
+  const heapSampling = async (file?: string) => {
+    const { Session } = await import('node:inspector');
+    const post = (s: import('node:inspector').Session, method: string, params?: object) =>
+      new Promise<any>((resolve, reject) => s.post(method, params ?? {}, (err, r) => (err ? reject(err) : resolve(r))));
+    if (!sampling) {
+      sampling = new Session();
+      sampling.connect();
+      await post(sampling, 'HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+      return { started: true };
+    }
+    const { profile } = await post(sampling, 'HeapProfiler.stopSampling');
+    sampling.disconnect();
+    sampling = undefined;
+    const { writeFileSync } = await import('node:fs');
+    if (file) writeFileSync(file, JSON.stringify(profile));
+    return { file };
+  };
   // For scenario 6: how late churn events (annotation bench/t, stamped by the sim when made) reach the gateway's
   // store, so a watcher's lag can be split into member -> gateway and gateway -> watcher.
   let lags: number[] = [];
@@ -399,6 +420,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
       if (cmd.op === 'rss') return memory();
       if (cmd.op === 'cpu') return process.cpuUsage();
       if (cmd.op === 'stampLag') return stampLag(cmd.start === true);
+      if (cmd.op === 'heapSampling') return heapSampling(cmd.file);
       throw new Error(`unknown op ${cmd.op}`);
     },
     () => gw.close(),

@@ -7,12 +7,13 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/meta.js';
 import { watchEventOf, watchPaths } from '../../src/cache/intake.js';
-import { CLUSTER_LABEL, MergedCache, type MemberSink } from '../../src/cache/merged.js';
+import { CLUSTER_LABEL, MergedCache } from '../../src/cache/merged.js';
 import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
 import { splitLines, startReflector } from '../../src/cache/reflector.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 import { podList, scriptedMember, watchBytes, type Step } from '../support/scriptedmember.js';
 import { until } from '../support/until.js';
+import { viaBytes, viaObjects, type Delivery, type Via } from '../support/watchdelivery.js';
 import { MANAGED_FIELDS, canon, realPod } from '../support/podcases.js';
 
 const log = pino({ level: 'silent' });
@@ -35,30 +36,6 @@ function contents(m: ReturnType<typeof member>): string {
   return [...objects.sort(), `lastSeen ${m.cache.lastMemberRV(CLUSTER, 'pods')}`, ...m.seen].join('\n');
 }
 
-type Via = 'bytes' | 'objects' | 'ignored' | 'threw';
-type Delivery = { via: Via; rv?: string };
-
-/** reflector.ts onEvent, for a live watch: what reaches apply, and the version the reflector moves to. */
-function viaObjects(sink: MemberSink, text: string): Delivery {
-  if (text.trim() === '') return { via: 'ignored' };
-  const ev = JSON.parse(text) as { type?: string; object?: KubeObject };
-  if (ev.type !== 'ADDED' && ev.type !== 'MODIFIED' && ev.type !== 'DELETED') return { via: 'ignored' };
-  const obj = ev.object;
-  if (!obj?.metadata) return { via: 'ignored' };
-  const v = obj.metadata.resourceVersion;
-  sink.apply(ev.type, obj);
-  return { via: 'objects', rv: v || undefined };
-}
-
-/** reflector.ts onLine: bytes when framed as usual and the sink takes them, else viaObjects. */
-function viaBytes(sink: MemberSink, b: Buffer, start = 0, end = b.length): Delivery {
-  const ev = watchEventOf(b, start, end);
-  if (ev) {
-    const v = sink.applyBytes!(ev.type, b, ev.objectStart, ev.objectEnd);
-    if (v !== undefined) return { via: 'bytes', rv: v || undefined };
-  }
-  return viaObjects(sink, b.toString('utf8', start, end));
-}
 
 const attempt = (f: () => Delivery): Delivery => {
   try {

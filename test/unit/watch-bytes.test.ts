@@ -8,12 +8,13 @@ import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/meta.js';
 import { watchEventOf, watchPaths } from '../../src/cache/intake.js';
-import { CLUSTER_LABEL, MergedCache, type MemberSink } from '../../src/cache/merged.js';
+import { CLUSTER_LABEL, MergedCache } from '../../src/cache/merged.js';
 import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
 import { splitLines, startReflector } from '../../src/cache/reflector.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 import { podList, scriptedMember, watchBytes, type Step } from '../support/scriptedmember.js';
 import { until } from '../support/until.js';
+import { viaBytes, viaObjects, type Delivery } from '../support/watchdelivery.js';
 import { AWKWARD_PAGES, MANAGED_FIELDS, canon, listParts, randomPod, realPod, spell, type Spelling } from '../support/podcases.js';
 import { prng } from '../support/prng.js';
 
@@ -47,28 +48,6 @@ function member(dropManagedFields = true) {
   return { cache, sink, seen };
 }
 
-type Delivery = { via: 'bytes' | 'objects' | 'ignored'; rv?: unknown };
-
-/** The path every change took before: the line parsed, changes with metadata handed to apply (reflector.ts onEvent). */
-function viaObjects(sink: MemberSink, line: Buffer): Delivery {
-  const ev = JSON.parse(line.toString('utf8')) as { type: 'ADDED' | 'MODIFIED' | 'DELETED'; object?: KubeObject };
-  const obj = ev.object;
-  if (!obj?.metadata) return { via: 'ignored' };
-  // Read first, as the reflector does: apply makes the object the cache's.
-  const v = obj.metadata.resourceVersion;
-  sink.apply(ev.type, obj);
-  return { via: 'objects', rv: v || undefined };
-}
-
-/** What the reflector does with a change once its watch is live (reflector.ts onLine): bytes, else viaObjects. */
-function viaBytes(sink: MemberSink, b: Buffer, start = 0, end = b.length): Delivery {
-  const ev = watchEventOf(b, start, end);
-  if (ev) {
-    const v = sink.applyBytes!(ev.type, b, ev.objectStart, ev.objectEnd);
-    if (v !== undefined) return { via: 'bytes', rv: v || undefined };
-  }
-  return viaObjects(sink, Buffer.from(b.subarray(start, end)));
-}
 
 /**
  * Feeds the lines to two caches, one by each path; throws unless they hold the same after every line and the

@@ -4,6 +4,7 @@
 import type { KubeObject } from '../../src/api/meta.js';
 import { watchEventOf } from '../../src/cache/intake.js';
 import type { MemberSink } from '../../src/cache/merged.js';
+import { splitLines } from '../../src/cache/reflector.js';
 
 export type Via = 'bytes' | 'objects' | 'ignored' | 'threw';
 export interface Delivery {
@@ -33,4 +34,19 @@ export function viaBytes(sink: MemberSink, b: Buffer, start = 0, end = b.length)
     if (v !== undefined) return { via: 'bytes', rv: v || undefined };
   }
   return viaObjects(sink, b.toString('utf8', start, end));
+}
+
+/** The lines splitLines makes of these chunks, as latin1 text. */
+export async function linesOf(chunks: Buffer[]): Promise<string[]> {
+  const out: string[] = [];
+  await splitLines(
+    (async function* () {
+      yield* chunks;
+    })(),
+    (b, start, end) => {
+      out.push(b.toString('latin1', start, end));
+      return true;
+    },
+  );
+  return out;
 }

@@ -9,11 +9,11 @@ import type { KubeObject } from '../../src/api/meta.js';
 import { watchEventOf, watchPaths } from '../../src/cache/intake.js';
 import { CLUSTER_LABEL, MergedCache } from '../../src/cache/merged.js';
 import { backoff, tokenBucket } from '../../src/cache/ratelimit.js';
-import { splitLines, startReflector } from '../../src/cache/reflector.js';
+import { startReflector } from '../../src/cache/reflector.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 import { podList, scriptedMember, watchBytes, type Step } from '../support/scriptedmember.js';
 import { until } from '../support/until.js';
-import { viaBytes, viaObjects, type Delivery, type Via } from '../support/watchdelivery.js';
+import { linesOf, viaBytes, viaObjects, type Delivery, type Via } from '../support/watchdelivery.js';
 import { MANAGED_FIELDS, canon, realPod } from '../support/podcases.js';
 
 const log = pino({ level: 'silent' });
@@ -242,19 +242,6 @@ describe('memory: the store keeps no view of the stream', () => {
 });
 
 describe('splitLines at awkward cuts', () => {
-  async function linesOf(chunks: Buffer[]): Promise<string[]> {
-    const out: string[] = [];
-    await splitLines(
-      (async function* () {
-        yield* chunks;
-      })(),
-      (b, s, e) => {
-        out.push(b.toString('latin1', s, e));
-        return true;
-      },
-    );
-    return out;
-  }
   const B = (s: string) => Buffer.from(s, 'latin1');
 
   it('boundaries right after a newline, chunks of only newlines, empty chunks, many lines in one chunk', async () => {

@@ -14,7 +14,7 @@ import { splitLines, startReflector } from '../../src/cache/reflector.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 import { podList, scriptedMember, watchBytes, type Step } from '../support/scriptedmember.js';
 import { until } from '../support/until.js';
-import { viaBytes, viaObjects, type Delivery } from '../support/watchdelivery.js';
+import { linesOf, viaBytes, viaObjects, type Delivery } from '../support/watchdelivery.js';
 import { AWKWARD_PAGES, MANAGED_FIELDS, canon, listParts, randomPod, realPod, spell, type Spelling } from '../support/podcases.js';
 import { prng } from '../support/prng.js';
 
@@ -239,19 +239,6 @@ describe('splitLines', () => {
   ];
   const stream = (last: boolean) => Buffer.concat(events.flatMap((e, i) => (i === events.length - 1 && !last ? [e] : [e, Buffer.from('\n')])));
 
-  async function linesOf(chunks: Buffer[]): Promise<string[]> {
-    const out: string[] = [];
-    await splitLines(
-      (async function* () {
-        yield* chunks;
-      })(),
-      (b, start, end) => {
-        out.push(b.toString('latin1', start, end));
-        return true;
-      },
-    );
-    return out;
-  }
 
   /** Every way to cut b in two, and a few in three. */
   function* cuts(b: Buffer): Generator<Buffer[]> {

@@ -441,7 +441,43 @@ describe('reflector into the merged cache', () => {
   /** A pod whose label v names its member version, so served objects (gateway versions) still show which one they are. */
   const vpod = (name: string, rv: string) => pod(name, rv, { metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } } });
 
-  it('two members listed at once with encodeNow share one page buffer, and each gets its own pages', async () => {
+  it('encodeNow reads pages of any size whole: declared lengths, chunked bodies that outgrow the buffer, gzip', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
+    // Each pod padded with its own letter, so bytes of one page left over another would show.
+    const padded = (name: string, rv: string, n: number) => pod(name, rv, { metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } }, spec: { pad: name[0]!.repeat(n) } });
+    const body = (rv: string, items: KubeObject[], cont = '') => Buffer.from(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: rv, continue: cont || undefined }, items }));
+    /** Written in small pieces over several turns, with no content-length: the reader cannot size its buffer. */
+    const trickled = (b: Buffer): Step => (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json' });
+      let at = 0;
+      const next = () => {
+        if (at >= b.length) return void res.end();
+        res.write(b.subarray(at, (at += 7_777)));
+        setImmediate(next);
+      };
+      next();
+    };
+    const gz = (b: Buffer): Step => (_req, res) => {
+      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Encoding': 'gzip' });
+      res.end(gzipSync(b));
+    };
+    const pages = [
+      [padded('a1', '1', 100), padded('a2', '2', 100)],
+      // Past the first page's buffer and past 1 MiB: the buffer grows while the page arrives.
+      [padded('b1', '3', 700_000), padded('b2', '4', 700_000)],
+      [padded('c1', '5', 50_000), padded('c2', '6', 10)],
+    ];
+    const srv = await scripted([list('10', pages[0]!, 'p2'), trickled(body('10', pages[1]!, 'p3')), gz(body('10', pages[2]!))]);
+    const up = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster' });
+    const sink = cache.sink('m', 'pods');
+    const r = startReflector({ upstream: up, path: '/api/v1/pods', sink, encodeNow: (b) => sink.encodePage(b), limiter: tokenBucket(1000, 1000), log, pageSize: 2, backoff: backoff({ initialMs: 5, maxMs: 20 }) });
+    cleanup.push(() => srv.close(), () => up.close(), () => r.stop());
+    await until(() => r.synced, 'the list to end');
+    const got = [...cache.pods.values()].map((o) => JSON.parse(String(o.json))).map((o) => `${o.metadata.name}@${o.metadata.labels.v}:${o.spec.pad === o.metadata.name[0].repeat(o.spec.pad.length) ? o.spec.pad.length : 'torn'}`);
+    expect(got.sort()).toEqual(['a1@1:100', 'a2@2:100', 'b1@3:700000', 'b2@4:700000', 'c1@5:50000', 'c2@6:10']);
+  });
+
+  it('two members listed at once with encodeNow each get their own pages', async () => {
     const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
     const gates = [held(), held(), held(), held()];
     const start = async (member: string, names: string[], g: Array<ReturnType<typeof held>>) => {

@@ -12,9 +12,9 @@ export interface ArenaOptions {
   slabBytes?: number;
   /**
    * Slabs grow with the arena, to an eighth of what it holds, up to this (64 MiB; default slabBytes when slabBytes
-   * is given). V8 counts every buffer allocated outside its heap, and while it marks, each such allocation past its
-   * limit makes the main thread do a marking step: at a million pods, 4 MiB slabs were 1,250 allocations, grown
-   * ones about a hundred.
+   * is given): fewer, larger mappings, which the kernel backs with huge pages more often where malloc asks for them
+   * (glibc.malloc.hugetlb=1, as the image sets it; measured here, 4 MiB mappings were half huge pages, 64 MiB ones
+   * nearly all). Every first write to a page is a fault, and at a million pods the slabs are ~5 GB.
    */
   maxSlabBytes?: number;
   /** Dead bytes tolerated before evacuating, besides as many as are live (64 MiB). */
@@ -35,6 +35,8 @@ export interface ArenaStats {
   liveBytes: number;
   /** Sparse slabs are being emptied. */
   evacuating: boolean;
+  /** Bytes of slabs let go that the JS engine has not collected yet. */
+  awaitingCollectionBytes: number;
 }
 
 export class Arena {
@@ -43,6 +45,10 @@ export class Arena {
   private slabBytes = 0;
   private liveBytes = 0;
   private evacuating = false;
+  private awaiting = 0;
+  private readonly collected = new FinalizationRegistry<number>((bytes) => {
+    this.awaiting -= bytes;
+  });
   private readonly slabSize: number;
   private readonly maxSlabSize: number;
   private readonly slack: number;
@@ -65,11 +71,9 @@ export class Arena {
     if (len > this.slabSize / 8) return Buffer.allocUnsafeSlow(len);
     let s = this.current;
     if (!s || s.used + len > s.buf.length) {
-      // Whole multiples of the base size, so sizes repeat (malloc reuses what an evacuated slab gave back).
-      const size = Math.min(this.maxSlabSize, Math.max(1, Math.floor(this.slabBytes / 8 / this.slabSize)) * this.slabSize);
-      s = { buf: Buffer.allocUnsafeSlow(size), used: 0, live: 0 };
+      s = { buf: this.newSlab(), used: 0, live: 0 };
       this.slabs.set(s.buf.buffer, s);
-      this.slabBytes += size;
+      this.slabBytes += s.buf.length;
       // The slab before it keeps its objects; it is freed once they are all gone.
       if (this.current && this.current.live === 0) this.drop(this.current);
       this.current = s;
@@ -79,6 +83,21 @@ export class Arena {
     s.live += len;
     this.liveBytes += len;
     return view;
+  }
+
+  /**
+   * Slabs are SharedArrayBuffers, which V8 does not count as external memory: for about every 64 MiB of counted
+   * memory allocated since its last full collection V8 starts another full mark of the whole heap, so gigabytes of
+   * slabs made it mark an ever larger heap again and again (quadratic in the objects: at a million pods, most of a
+   * cold sync). process.memoryUsage().arrayBuffers still counts them, and no other thread ever sees them.
+   * The price: V8 no longer collects because of them. Slabs let go (emptied, or evacuated) go only with a full
+   * collection that something else started; once more bytes than the slack wait for one, new slabs are ordinary
+   * ArrayBuffers again, which V8 counts, until it has collected.
+   */
+  private newSlab(): Buffer {
+    // Whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back).
+    const size = Math.min(this.maxSlabSize, Math.max(1, Math.floor(this.slabBytes / 8 / this.slabSize)) * this.slabSize);
+    return this.awaiting > this.slack ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
   }
 
   /** A copy of bytes in the arena. */
@@ -103,11 +122,13 @@ export class Arena {
   }
 
   stats(): ArenaStats {
-    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating };
+    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating, awaitingCollectionBytes: this.awaiting };
   }
 
   private drop(s: Slab): void {
     this.slabs.delete(s.buf.buffer);
+    this.awaiting += s.buf.length;
+    this.collected.register(s.buf.buffer, s.buf.length);
     this.slabBytes -= s.buf.length;
     this.liveBytes -= s.live;
   }

@@ -7,6 +7,11 @@ import { Arena } from '../../src/cache/arena.js';
 import { newRvClock, objectOf, Store, type StoredObject } from '../../src/cache/store.js';
 import type { KubeObject } from '../../src/api/meta.js';
 import { until } from '../support/until.js';
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+
+// gc() for the test that waits for slabs to be collected.
+setFlagsFromString('--expose-gc');
 
 const KiB = 1024;
 
@@ -17,7 +22,7 @@ describe('Arena', () => {
     const b = arena.alloc(2000);
     expect(a.buffer).toBe(b.buffer);
     expect(a.byteOffset + a.length).toBe(b.byteOffset);
-    expect(arena.stats()).toEqual({ slabs: 1, slabBytes: 64 * KiB, liveBytes: 3000, evacuating: false });
+    expect(arena.stats()).toEqual({ slabs: 1, slabBytes: 64 * KiB, liveBytes: 3000, evacuating: false, awaitingCollectionBytes: 0 });
     arena.free(a);
     expect(arena.stats().liveBytes).toBe(2000);
     // Past the slab's end: a new slab.
@@ -66,9 +71,38 @@ describe('Arena', () => {
     const big = arena.alloc(9 * KiB);
     expect(big.byteOffset).toBe(0);
     expect(big.buffer.byteLength).toBe(9 * KiB);
-    expect(arena.stats()).toEqual({ slabs: 0, slabBytes: 0, liveBytes: 0, evacuating: false });
+    expect(arena.stats()).toEqual({ slabs: 0, slabBytes: 0, liveBytes: 0, evacuating: false, awaitingCollectionBytes: 0 });
     arena.free(big);
     expect(arena.stats().liveBytes).toBe(0);
+  });
+
+  it('keeps objects in SharedArrayBuffers, and in counted ArrayBuffers while slabs let go wait past the slack for a collection', async () => {
+    const arena = new Arena(() => {}, { slabBytes: 16 * KiB, slackBytes: 32 * KiB });
+    // V8 starts full marks for memory outside its heap that it counts; SharedArrayBuffers it does not count.
+    expect(arena.alloc(1 * KiB).buffer).toBeInstanceOf(SharedArrayBuffer);
+    const fill = () => {
+      const views: Buffer[] = [];
+      for (let i = 0; i < 16 * 4; i++) views.push(arena.alloc(1 * KiB));
+      return views;
+    };
+    // Slabs filled and emptied: let go (not the one being filled), and nothing has collected them.
+    for (const v of fill()) arena.free(v);
+    expect(arena.stats().awaitingCollectionBytes).toBeGreaterThan(32 * KiB);
+    const newSlab = () => {
+      const first = arena.alloc(1 * KiB);
+      let v = first;
+      while (v.buffer === first.buffer) v = arena.alloc(1 * KiB);
+      return v;
+    };
+    const counted = newSlab();
+    expect(counted.buffer).toBeInstanceOf(ArrayBuffer);
+    // Once collected, SharedArrayBuffers again.
+    const gc = runInNewContext('gc') as () => void;
+    await until(() => {
+      gc();
+      return arena.stats().awaitingCollectionBytes <= 32 * KiB;
+    });
+    expect(newSlab().buffer).toBeInstanceOf(SharedArrayBuffer);
   });
 
   it('asks for the sparsest slabs to be evacuated once dead bytes pass live ones plus the slack', () => {

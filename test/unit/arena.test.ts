@@ -101,7 +101,7 @@ describe('Arena', () => {
     await until(() => {
       gc();
       return arena.stats().awaitingCollectionBytes <= 32 * KiB;
-    });
+    }, 5_000, 'the slabs let go to be collected');
     expect(newSlab().buffer).toBeInstanceOf(SharedArrayBuffer);
   });
 

@@ -35,9 +35,15 @@ export interface ArenaStats {
   liveBytes: number;
   /** Sparse slabs are being emptied. */
   evacuating: boolean;
-  /** Bytes of slabs let go that the JS engine has not collected yet. */
+  /** Bytes of slabs let go, by any arena of the process, that the JS engine has not collected yet. */
   awaitingCollectionBytes: number;
 }
+
+// Process-wide: the sim runs a store per resource of each of its clusters, and a gateway one per cached kind.
+let awaiting = 0;
+const collected = new FinalizationRegistry<number>((bytes) => {
+  awaiting -= bytes;
+});
 
 export class Arena {
   private readonly slabs = new Map<ArrayBufferLike, Slab>();
@@ -45,10 +51,6 @@ export class Arena {
   private slabBytes = 0;
   private liveBytes = 0;
   private evacuating = false;
-  private awaiting = 0;
-  private readonly collected = new FinalizationRegistry<number>((bytes) => {
-    this.awaiting -= bytes;
-  });
   private readonly slabSize: number;
   private readonly maxSlabSize: number;
   private readonly slack: number;
@@ -91,13 +93,13 @@ export class Arena {
    * slabs made it mark an ever larger heap again and again (quadratic in the objects: at a million pods, most of a
    * cold sync). process.memoryUsage().arrayBuffers still counts them, and no other thread ever sees them.
    * The price: V8 no longer collects because of them. Slabs let go (emptied, or evacuated) go only with a full
-   * collection that something else started; once more bytes than the slack wait for one, new slabs are ordinary
-   * ArrayBuffers again, which V8 counts, until it has collected.
+   * collection that something else started; once more bytes than the slack wait for one (from any arena of the
+   * process), new slabs are ordinary ArrayBuffers again, which V8 counts, until it has collected.
    */
   private newSlab(): Buffer {
     // Whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back).
     const size = Math.min(this.maxSlabSize, Math.max(1, Math.floor(this.slabBytes / 8 / this.slabSize)) * this.slabSize);
-    return this.awaiting > this.slack ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
+    return awaiting > this.slack ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
   }
 
   /** A copy of bytes in the arena. */
@@ -122,13 +124,13 @@ export class Arena {
   }
 
   stats(): ArenaStats {
-    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating, awaitingCollectionBytes: this.awaiting };
+    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating, awaitingCollectionBytes: awaiting };
   }
 
   private drop(s: Slab): void {
     this.slabs.delete(s.buf.buffer);
-    this.awaiting += s.buf.length;
-    this.collected.register(s.buf.buffer, s.buf.length);
+    awaiting += s.buf.length;
+    collected.register(s.buf.buffer, s.buf.length);
     this.slabBytes -= s.buf.length;
     this.liveBytes -= s.live;
   }

@@ -660,6 +660,8 @@ async function readBytes(r: Dispatcher.ResponseData): Promise<Buffer> {
 }
 
 const EMPTY = Buffer.alloc(0);
+/** Pages of 500 pods are a few MB; a larger declared length grows the buffer as the bytes arrive. */
+const PRESIZE_MAX = 64 * 1024 * 1024;
 
 /** A buffer that pages are read into, replaced by a larger one when a page does not fit. */
 interface PageBuffer {
@@ -673,7 +675,8 @@ interface PageBuffer {
  * only at a full mark, and V8 starts one for about every 64 MiB of it (at 1M pods, most of the cold sync's marks).
  */
 async function readPage(r: Dispatcher.ResponseData, page: PageBuffer): Promise<Buffer> {
-  const declared = r.headers['content-encoding'] === undefined ? Number(r.headers['content-length']) : NaN;
+  // Sized from content-length up to a bound: a member's header alone must not make the gateway allocate gigabytes.
+  const declared = r.headers['content-encoding'] === undefined ? Math.min(Number(r.headers['content-length']), PRESIZE_MAX) : NaN;
   if (declared > page.b.length) page.b = Buffer.allocUnsafeSlow(declared);
   let at = 0;
   for await (const chunk of bodyStream(r)) {

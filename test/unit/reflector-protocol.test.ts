@@ -477,6 +477,27 @@ describe('reflector into the merged cache', () => {
     expect(got.sort()).toEqual(['a1@1:100', 'a2@2:100', 'b1@3:700000', 'b2@4:700000', 'c1@5:50000', 'c2@6:10']);
   });
 
+  it("encodeNow does not size its page buffer from a member's content-length beyond a bound", async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
+    let res: ServerResponse | undefined;
+    // Declares a gigabyte, sends a few bytes of it and stalls.
+    const liar: Step = (_req, r) => {
+      res = r;
+      r.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': String(2 ** 30) });
+      r.write('{"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"1"},"items":[');
+    };
+    const srv = await scripted([liar]);
+    const up = upstreamFromEndpoint({ name: 'm', url: srv.url, role: 'member cluster' });
+    const sink = cache.sink('m', 'pods');
+    const before = process.memoryUsage().arrayBuffers;
+    const r = startReflector({ upstream: up, path: '/api/v1/pods', sink, encodeNow: (b) => sink.encodePage(b), limiter: tokenBucket(1000, 1000), log, pageSize: 2, backoff: backoff({ initialMs: 5, maxMs: 20 }) });
+    cleanup.push(() => srv.close(), () => up.close(), () => r.stop());
+    await until(() => res !== undefined, 'the list to be asked for');
+    await new Promise((done) => setTimeout(done, 50));
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(128 * 2 ** 20);
+    res!.destroy();
+  });
+
   it('two members listed at once with encodeNow each get their own pages', async () => {
     const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: BASE });
     const gates = [held(), held(), held(), held()];

@@ -139,7 +139,9 @@ export function karmadaMembers(controlPlane: Upstream, opts: KarmadaMembersOptio
     let impersonator: EndpointSpec | undefined;
     const ref = spec.impersonatorSecretRef;
     if (ref?.name && ref.namespace) {
-      const imp = await readSecret(name, ref, 'spec.impersonatorSecretRef');
+      // One secret named twice is read once: two reads could straddle its rotation and pair an old token with a new.
+      const same = ref.name === spec.secretRef.name && ref.namespace === spec.secretRef.namespace;
+      const imp = same ? main : await readSecret(name, ref, 'spec.impersonatorSecretRef');
       if (!imp.token) throw bad(`secret ${ref.namespace}/${ref.name} (spec.impersonatorSecretRef) has no data.token`);
       impersonator = { ...endpoint, token: imp.token };
     }

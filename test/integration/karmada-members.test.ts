@@ -186,4 +186,42 @@ describe('Karmada member discovery', () => {
       await all.close();
     }
   }, 30_000);
+
+  it('reads a secret named by both secretRef and impersonatorSecretRef once, so a rotation never pairs an old token with a new', async () => {
+    const cpc = cpCluster();
+    const secretPath = '/api/v1/namespaces/karmada-cluster/secrets/member-b';
+    // The secret rotates right after each of its first three reads: a second read for the same resolve would see
+    // the next token.
+    let rotations = 0;
+    const rotate = () => {
+      const secret = structuredClone(cpc.get('', 'secrets', 'karmada-cluster', 'member-b')!) as KubeObject & { data: Record<string, string> };
+      secret.data.token = b64(`token-${++rotations}`);
+      cpc.update(res('', 'secrets'), 'karmada-cluster', 'member-b', secret);
+    };
+    const real = cp.dispatcher;
+    const counting = new Proxy(real, {
+      get(target, key) {
+        if (key === 'request') {
+          return async (opts: Parameters<typeof real.request>[0]) => {
+            const r = await real.request(opts);
+            if (opts.method === 'GET' && String(opts.path).endsWith(secretPath) && rotations < 3) rotate();
+            return r;
+          };
+        }
+        const v = Reflect.get(target, key);
+        return typeof v === 'function' ? v.bind(target) : v;
+      },
+    });
+    const dyn = karmadaMembers({ ...cp, dispatcher: counting } as Upstream, { log, resyncMs: 100 });
+    const seen: MemberEvent[] = [];
+    dyn.subscribe((e) => seen.push(e));
+    try {
+      await until(() => dyn.get('member-b')?.endpoint.token === 'token-3', 15_000, 'member-b at the third rotation');
+      const b = seen.filter((e) => e.spec.name === 'member-b').map((e) => `${e.spec.endpoint.token}/${e.spec.impersonator?.token}`);
+      expect(b.length).toBeGreaterThan(1);
+      for (const pair of b) expect(pair.split('/')[0]).toBe(pair.split('/')[1]);
+    } finally {
+      await dyn.close();
+    }
+  }, 30_000);
 });

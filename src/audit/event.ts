@@ -22,9 +22,15 @@ export function nowMicros(): number {
 export function microTime(epochMicros: number): string {
   const ms = Math.floor(epochMicros / 1000);
   const micros = epochMicros - ms * 1000;
-  const iso = new Date(ms).toISOString(); // ....sss Z
-  return iso.slice(0, 23) + String(micros).padStart(3, '0') + 'Z';
+  // Every event takes two stamps and a request's stamps share their millisecond: format it once.
+  if (ms !== lastMs) {
+    lastMs = ms;
+    lastPrefix = new Date(ms).toISOString().slice(0, 23); // ....sss
+  }
+  return lastPrefix + (micros < 10 ? '00' : micros < 100 ? '0' : '') + micros + 'Z';
 }
+let lastMs = NaN;
+let lastPrefix = '';
 
 export function eventUser(u: UserInfo): EventUser {
   const out: EventUser = { username: u.username };

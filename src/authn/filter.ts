@@ -33,7 +33,6 @@ export function authenticationStep(o: AuthenticationOptions): Step {
     } else {
       ctx.user = user;
     }
-    ctx.log = ctx.log.child({ user: ctx.user.username });
     await next();
   };
 }

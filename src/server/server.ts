@@ -63,13 +63,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     const started = process.hrtime.bigint();
     const auditID = auditIDOf(req);
     res.setHeader('Audit-Id', auditID);
-    const ctx = {
-      req,
-      res,
-      url: new URL(req.url ?? '/', 'https://gateway.invalid'),
-      auditID,
-      log: log.child({ auditID }),
-    } as RequestContext;
+    const ctx = newRequestContext(log, req, res, auditID);
     const kind = isMutating(req.method ?? 'GET') ? 'mutating' : 'readOnly';
     g.metrics.inflight.inc({ request_kind: kind });
     let counted = false;
@@ -87,7 +81,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       } else {
         g.metrics.requestDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
       }
-      ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
+      if (log.isLevelEnabled('debug')) ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
     };
     res.once('close', account);
     try {
@@ -192,13 +186,34 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
 
 /** An upgrade goes through the same chain; routing turns it into a tunnel (ctx.upgrade). */
 async function upgrade(chain: (ctx: RequestContext) => Promise<void>, log: Logger, req: IncomingMessage, socket: Duplex, head: Buffer, auditID: string): Promise<void> {
+  const ctx = newRequestContext(log, req, undefined as unknown as Response, auditID);
+  ctx.upgrade = { socket, head };
+  await chain(ctx);
+}
+
+/**
+ * A request's context. Its logger (bound to the Audit-ID, and to the user once authentication has named one) is
+ * made when something first logs: a pino child costs more than a whole chain step, and most requests never log.
+ */
+function newRequestContext(log: Logger, req: Request, res: Response, auditID: string): RequestContext {
+  let logger: Logger | undefined;
+  let named = false; // logger carries the user
   const ctx = {
     req,
-    res: undefined as unknown as Response,
+    res,
     url: new URL(req.url ?? '/', 'https://gateway.invalid'),
     auditID,
-    log: log.child({ auditID }),
-    upgrade: { socket, head },
+    get log(): Logger {
+      if (logger === undefined || (!named && ctx.user !== undefined)) {
+        named = ctx.user !== undefined;
+        logger = log.child(named ? { auditID, user: ctx.user!.username } : { auditID });
+      }
+      return logger;
+    },
+    set log(l: Logger) {
+      logger = l;
+      named = true;
+    },
   } as RequestContext;
-  await chain(ctx);
+  return ctx;
 }

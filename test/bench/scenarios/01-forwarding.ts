@@ -6,7 +6,7 @@
 // The load runs in a worker thread: in the main thread it would compete with the in-process gateway for one event
 // loop and charge the gateway for the client's own work (the direct side has its server in another process).
 
-import { statSync, writeFileSync } from 'node:fs';
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { issueClientCert } from '../../../src/pki/index.js';
@@ -15,6 +15,8 @@ import { GATEWAY_USER, startRealFleet, type RealFleet } from '../../e2e/cluster.
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
 import { call, type ClusterEndpoint } from '../../support/http.js';
 import { impersonationHeaders } from '../../../src/upstream/headers.js';
+import { startBareHop, type BareHop } from './barehop.js';
+import { issueServingCert } from '../../../src/pki/index.js';
 import { round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
 
 export interface LoadSpec {
@@ -36,6 +38,8 @@ export interface LoadResult {
   bytes: number;
   statuses: Record<string, number>;
   errors: string[];
+  /** CPU time of the benchmark process's main thread (where the gateway and the bare hops run) per request, µs. */
+  mainThreadUsPerRequest: number;
 }
 
 // Plain JS for an eval'd worker (CommonJS; undici is installed and has a CJS entry).
@@ -65,6 +69,7 @@ async function one(lat) {
     for (let k = i; k < warm; k += s.concurrency) await one(null);
   }));
   for (const k of Object.keys(statuses)) delete statuses[k]; bytes = 0;
+  parentPort.postMessage({ measuring: true });
   const lat = []; const start = now(); const end = start + s.durationMs;
   await Promise.all(Array.from({ length: s.concurrency }, async () => { while (now() < end) await one(lat); }));
   const elapsedMs = now() - start;
@@ -73,14 +78,32 @@ async function one(lat) {
 })().catch((e) => parentPort.postMessage({ fatal: String(e && e.stack || e) }));
 `;
 
+/**
+ * CPU time of this process's main thread so far, in ns (Linux schedstat: time on a CPU, not wall time, so waiting
+ * for a core on this shared machine does not count); NaN elsewhere.
+ */
+function mainThreadCpuNs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]);
+  } catch {
+    return NaN;
+  }
+}
+
 /** Runs a closed-loop GET load in a worker thread and returns every latency. */
 export function loadInWorker(spec: LoadSpec): Promise<LoadResult> {
   return new Promise((resolve, reject) => {
     const w = new Worker(WORKER_SOURCE, { eval: true, workerData: spec });
-    w.once('message', (m: LoadResult & { fatal?: string }) => {
+    let cpu0: number | undefined;
+    w.on('message', (m: LoadResult & { fatal?: string; measuring?: boolean }) => {
+      if (m.measuring) {
+        cpu0 = mainThreadCpuNs();
+        return;
+      }
       void w.terminate();
-      if (m.fatal) reject(new Error(`load worker: ${m.fatal}`));
-      else resolve(m);
+      if (m.fatal) return reject(new Error(`load worker: ${m.fatal}`));
+      const cpu = cpu0 === undefined ? NaN : mainThreadCpuNs() - cpu0;
+      resolve({ ...m, mainThreadUsPerRequest: cpu / 1000 / Math.max(1, m.latenciesMs.length) });
     });
     w.once('error', reject);
   });
@@ -98,6 +121,7 @@ export const run: Scenario = async ({ quick, log }) => {
   const notes: string[] = [];
   let fleet: RealFleet | undefined;
   let gw: TestGateway | undefined;
+  const bare: BareHop[] = [];
   try {
     log('01: starting a real kube-apiserver + etcd');
     fleet = await startRealFleet({ members: [] });
@@ -134,7 +158,11 @@ export const run: Scenario = async ({ quick, log }) => {
     if (review.status !== 201) throw new Error(`SelfSubjectReview through the gateway: ${review.status} ${review.text.slice(0, 300)}`);
     const impersonation = impersonationHeaders(review.json().status.userInfo);
     const impersonated: ClusterEndpoint = { url: cp.url, caPem: cp.caPem, token: cp.gatewayToken };
-    const endpoints = { direct, gateway: viaGw, impersonated };
+    const serving = await issueServingCert(gw.servingCA, ['127.0.0.1']);
+    for (const listener of ['h2', 'https'] as const) {
+      bare.push(await startBareHop({ upstreamUrl: cp.url, upstreamCaPem: cp.caPem, token: cp.gatewayToken, impersonation, servingCertPem: serving.certPem, servingKeyPem: serving.keyPem, clientCaPem: gw.clientCA.certPem, listener }));
+    }
+    const endpoints = { direct, gateway: viaGw, impersonated, bareH2: { ...viaGw, url: bare[0]!.url }, bareHttps: { ...viaGw, url: bare[1]!.url } };
     const headersOf = (side: keyof typeof endpoints) => (side === 'impersonated' ? impersonation : undefined);
     const path = '/api/v1/namespaces/default/configmaps/bench';
     for (const [name, ep] of Object.entries(endpoints)) {
@@ -142,27 +170,36 @@ export const run: Scenario = async ({ quick, log }) => {
       if (r.status !== 200) throw new Error(`${name} GET ${path}: ${r.status} ${r.text.slice(0, 300)}`);
     }
 
+    // For profiling one side alone (e.g. FLEETGATE_BENCH_FORWARD_SIDES=gateway with node --cpu-prof); figures of the
+    // sides left out are then meaningless.
+    const onlySides = process.env.FLEETGATE_BENCH_FORWARD_SIDES?.split(',');
     const figures: ScenarioResult['figures'] = {};
     const series: NonNullable<ScenarioResult['series']> = [];
     let met = true;
     for (const concurrency of [1, 64]) {
-      const lat = { direct: [] as number[], gateway: [] as number[], impersonated: [] as number[] };
-      const rps = { direct: [] as number[], gateway: [] as number[], impersonated: [] as number[] };
+      const lat = { direct: [] as number[], gateway: [] as number[], impersonated: [] as number[], bareH2: [] as number[], bareHttps: [] as number[] };
+      const rps = { direct: [] as number[], gateway: [] as number[], impersonated: [] as number[], bareH2: [] as number[], bareHttps: [] as number[] };
+      const busy = { direct: [] as number[], gateway: [] as number[], impersonated: [] as number[], bareH2: [] as number[], bareHttps: [] as number[] };
       for (let i = 0; i < rounds; i++) {
         // Alternate which side goes first, so a drift in machine load does not favour one.
-        const order = i % 2 === 0 ? (['direct', 'gateway', 'impersonated'] as const) : (['impersonated', 'gateway', 'direct'] as const);
+        const order = i % 2 === 0 ? (['direct', 'gateway', 'impersonated', 'bareH2', 'bareHttps'] as const) : (['bareHttps', 'bareH2', 'impersonated', 'gateway', 'direct'] as const);
         for (const side of order) {
+          if (onlySides && !onlySides.includes(side)) continue;
           const r = await loadInWorker({ endpoint: endpoints[side], path, concurrency, durationMs, headers: headersOf(side) as Record<string, string> | undefined });
           const bad = Object.entries(r.statuses).filter(([k]) => k !== '200');
           if (bad.length) throw new Error(`${side} c=${concurrency}: non-200 answers ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
           lat[side].push(...r.latenciesMs);
           rps[side].push(r.rps);
-          log(`01: c=${concurrency} ${side} round ${i + 1}: ${round(r.rps, 0)} req/s, p50 ${round(summarize(r.latenciesMs).p50, 3)} ms`);
+          busy[side].push(r.mainThreadUsPerRequest);
+          log(`01: c=${concurrency} ${side} round ${i + 1}: ${round(r.rps, 0)} req/s, p50 ${round(summarize(r.latenciesMs).p50, 3)} ms, main thread ${round(r.mainThreadUsPerRequest, 0)} µs/request`);
         }
       }
       const d = summarize(lat.direct);
       const g = summarize(lat.gateway);
       const im = summarize(lat.impersonated);
+      const bh2 = summarize(lat.bareH2);
+      const bhs = summarize(lat.bareHttps);
+      const avg = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
       const dRps = rps.direct.reduce((a, b) => a + b, 0) / rps.direct.length;
       const gRps = rps.gateway.reduce((a, b) => a + b, 0) / rps.gateway.length;
       const added50 = g.p50 - d.p50;
@@ -182,6 +219,14 @@ export const run: Scenario = async ({ quick, log }) => {
         // Of the added p50: kube-apiserver authorizing Impersonate-* (same request straight to it), and the rest.
         [`${c}_added_p50_by_impersonation_ms`]: round(im.p50 - d.p50, 3),
         [`${c}_added_p50_by_gateway_ms`]: round(g.p50 - im.p50, 3),
+        // The floor: a bare Node hop (src-free) with the gateway's listener, and with node:https.
+        [`${c}_bare_h2_added_p50_ms`]: round(bh2.p50 - d.p50, 3),
+        [`${c}_bare_https_added_p50_ms`]: round(bhs.p50 - d.p50, 3),
+        [`${c}_bare_h2_throughput_ratio`]: round(avg(rps.bareH2) / dRps, 3),
+        [`${c}_bare_https_throughput_ratio`]: round(avg(rps.bareHttps) / dRps, 3),
+        // The in-process servers' thread: busy time per request (the direct sides show what the client's replies cost it).
+        [`${c}_gateway_thread_us_per_request`]: round(avg(busy.gateway), 0),
+        [`${c}_bare_h2_thread_us_per_request`]: round(avg(busy.bareH2), 0),
       });
       // The p50 goal is about one request's added cost, so it is judged without queueing (concurrency 1); at 64
       // the p50 includes waiting for 2 shared cores and is reported, not judged. Throughput is judged at both.
@@ -225,6 +270,7 @@ export const run: Scenario = async ({ quick, log }) => {
     );
     return { id: 1, title: 'Forwarding overhead', goal: '≤ 0.3 ms added at p50; throughput ≥ 50% of direct (c=1 and c=64)', figures: ordered, met, notes, series };
   } finally {
+    for (const b of bare) await b.close().catch(() => {});
     await gw?.close().catch(() => {});
     await fleet?.stop().catch(() => {});
   }

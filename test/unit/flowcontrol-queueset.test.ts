@@ -213,6 +213,59 @@ describe('queue set', () => {
     expect(done(narrow)).toBeLessThan(100);
   });
 
+  /** Two flow hashes on different queues (hand size 1). */
+  function twoQueues(): [bigint, bigint] {
+    let b = 1n;
+    while (dealIntoHand(b, 64, 1, [])[0] === dealIntoHand(0n, 64, 1, [])[0]) b++;
+    return [0n, b];
+  }
+
+  it('lets a narrow request of another flow take the seats a blocked wide head leaves idle (backfill)', () => {
+    // 25 seats, 10-seat LISTs: two execute, 5 seats stay free, the third LIST waits. While the LISTs run alone, R
+    // advances at 25/s and their queue's charges only land when they end: it is soon owed service and keeps the turn.
+    const qs = newQueueSet('pl', { queues: 64, handSize: 1, queueLengthLimit: 1000 }, 25, unlimited(), now);
+    const { f } = hooks();
+    const [flood, other] = twoQueues();
+    const lists = [0, 1, 2].map(() => admitted(startRequest(qs, f, 10, 'readOnly', flood, 60_000)));
+    expect(lists.map((r) => r.state)).toEqual(['executing', 'executing', 'waiting']);
+    clock += 1_000;
+    const get = admitted(startRequest(qs, f, 1, 'readOnly', other, 60_000));
+    // kube's rule would hold it until a LIST ends; here it goes at once, in seats the waiting LIST cannot use.
+    expect(get.state).toBe('executing');
+    // Four more fit beside it in the five free seats; the one after them waits.
+    const more = [0, 1, 2, 3, 4].map(() => admitted(startRequest(qs, f, 1, 'readOnly', other, 60_000)));
+    expect(more.map((r) => r.state)).toEqual(['executing', 'executing', 'executing', 'executing', 'waiting']);
+    // The waiting LIST starts as soon as one LIST ends, with the backfilled requests still executing.
+    clock += 500;
+    finishRequest(lists[0]!);
+    expect(lists[2]!.state).toBe('executing');
+    expect(qs.totSeatsInUse).toBe(25);
+  });
+
+  it('does not backfill past a wide head that only narrow requests could make room for', () => {
+    // 10 seats taken by ten 1-seat requests; a 10-seat LIST waits for all of them. Narrow requests of a third flow
+    // that arrive as seats free must not take them, or the LIST would never start.
+    const qs = newQueueSet('pl', { queues: 64, handSize: 1, queueLengthLimit: 1000 }, 10, unlimited(), now);
+    const { f } = hooks();
+    let c = 2n;
+    const qa = dealIntoHand(0n, 64, 1, [])[0];
+    let b = 1n;
+    while (dealIntoHand(b, 64, 1, [])[0] === qa) b++;
+    while ([qa, dealIntoHand(b, 64, 1, [])[0]].includes(dealIntoHand(c, 64, 1, [])[0])) c++;
+    const narrow = Array.from({ length: 10 }, () => admitted(startRequest(qs, f, 1, 'readOnly', 0n, 60_000)));
+    clock += 10;
+    const list = admitted(startRequest(qs, f, 10, 'readOnly', b, 60_000));
+    expect(list.state).toBe('waiting');
+    const late: QueuedRequest[] = [];
+    for (let i = 0; i < 10; i++) {
+      clock += 10;
+      late.push(admitted(startRequest(qs, f, 1, 'readOnly', c, 60_000)));
+      finishRequest(narrow[i]!);
+      expect(late.every((r) => r.state === 'waiting')).toBe(true);
+    }
+    expect(list.state).toBe('executing');
+  });
+
   it('holds dispatch while the gateway-wide cap for the request kind is reached', () => {
     const global: GlobalLimits = { readOnly: { limit: 1, inUse: 0 }, mutating: { limit: 5, inUse: 0 } };
     const qs = newQueueSet('pl', { queues: 1, handSize: 1, queueLengthLimit: 5 }, 10, global, now);

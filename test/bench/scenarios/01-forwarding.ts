@@ -28,6 +28,8 @@ export interface LoadSpec {
   warmup?: number;
   /** Extra request headers (e.g. Accept for tables). */
   headers?: Record<string, string>;
+  /** The load thread's nice value (Linux: its own thread only), e.g. 19 for load that should only use idle CPU. */
+  nice?: number;
 }
 
 export interface LoadResult {
@@ -47,6 +49,11 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 const { Pool } = require('undici');
 const s = workerData;
+if (s.nice !== undefined) {
+  // /proc/thread-self names this thread's id; setpriority on a thread id changes that thread alone.
+  const tid = Number(require('node:fs').readlinkSync('/proc/thread-self').split('/').pop());
+  require('node:os').setPriority(tid, s.nice);
+}
 const url = new URL(s.endpoint.url);
 const pool = new Pool(url.origin, { connections: s.concurrency, pipelining: 1,
   connect: { ca: s.endpoint.caPem, cert: s.endpoint.certPem, key: s.endpoint.keyPem } });

@@ -3,6 +3,7 @@
 // within 2x its uncontended p99. Both users are ordinary (group bench, RBAC on the control plane), so flow control
 // (global-default, distinguished by user) and cached-read authorization apply to both.
 
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { join } from 'node:path';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
@@ -73,7 +74,7 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
 export const run: Scenario = async ({ quick, log }) => {
   const pods = quick ? 5_000 : 50_000;
   const durationMs = quick ? 4_000 : 15_000;
-  const flooders = quick ? 4 : 8;
+  const flooders = Number(process.env.FLEETGATE_BENCH_FLOODERS) || (quick ? 4 : 8);
   const cg = await startCachedGateway({ members: ['member-a'], podsPerCluster: pods, log: (m) => log(`07: ${m}`) });
   try {
     const victim = await cg.gw.endpointFor('victim', ['bench']);
@@ -87,10 +88,14 @@ export const run: Scenario = async ({ quick, log }) => {
     log('07: victim alone');
     const alone = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
     log(`07: flood (${flooders} concurrent full LISTs of ${pods} pods) + victim`);
-    const floodP = loadInWorker({ endpoint: flooder, path: listPath, concurrency: flooders, durationMs: durationMs + 2_000, warmup: flooders });
+    const floodP = loadInWorker({ endpoint: flooder, path: listPath, concurrency: flooders, durationMs: durationMs + 2_000, warmup: flooders, ...(process.env.FLEETGATE_BENCH_FLOOD_NICE ? { nice: Number(process.env.FLEETGATE_BENCH_FLOOD_NICE) } : {}) });
     // Let the flood reach its steady state before measuring the victim.
     await new Promise((r) => setTimeout(r, 1_500));
+    // How long the gateway's thread (this process's main thread) kept timers waiting while the victim was measured.
+    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+    loopDelay.enable();
     const contended = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+    loopDelay.disable();
     const flood = await floodP;
     log('07: victim alone again');
     const after = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
@@ -115,7 +120,14 @@ export const run: Scenario = async ({ quick, log }) => {
       flood_lists_per_s: round(flood.rps, 2),
       flood_MB_per_s: round(flood.bytes / 1e6 / (flood.elapsedMs / 1000), 1),
       flood_statuses: JSON.stringify(flood.statuses),
+      victim_flood_p90_ms: round(c.p90, 3),
+      victim_flood_max_ms: round(c.max, 3),
+      // monitorEventLoopDelay: how late a 1 ms timer ran, beyond its 1 ms.
+      loop_delay_p50_ms: round(loopDelay.percentile(50) / 1e6 - 1, 2),
+      loop_delay_p99_ms: round(loopDelay.percentile(99) / 1e6 - 1, 2),
+      loop_delay_max_ms: round(loopDelay.max / 1e6 - 1, 2),
     };
+    if (process.env.FLEETGATE_BENCH_FLOOD_NICE) figures.flood_nice = Number(process.env.FLEETGATE_BENCH_FLOOD_NICE);
     const notes = [
       `one member with ${pods} generated pods (~4 KB each); flooder: ${flooders} closed-loop full JSON LISTs of all pods; victim: closed-loop GET of one pod, both from the cache; the uncontended baseline is measured before and after the flood`,
     ];

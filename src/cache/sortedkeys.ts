@@ -89,6 +89,25 @@ export class SortedKeys {
     }
   }
 
+  /**
+   * Up to max keys >= from (> from when after), in order, into out from index 0; how many. Each call finds its
+   * place again, so a caller that passes its last key back with after = true walks every key present throughout,
+   * whatever changed between calls, and allocates nothing (lists of a million pods go through here).
+   */
+  fill(from: string, after: boolean, out: string[], max: number): number {
+    const chunks = this.chunks;
+    if (chunks.length === 0) return 0;
+    let ci = from ? this.chunkFor(from) : 0;
+    let i = from ? lowerBound(chunks[ci], from) : 0;
+    if (after && chunks[ci][i] === from) i++;
+    let n = 0;
+    for (; ci < chunks.length && n < max; ci++, i = 0) {
+      const chunk = chunks[ci];
+      for (; i < chunk.length && n < max; i++) out[n++] = chunk[i];
+    }
+    return n;
+  }
+
   /** How many keys are >= from: O(chunks), so lists can report remainingItemCount without a scan. */
   countFrom(from: string): number {
     const chunks = this.chunks;

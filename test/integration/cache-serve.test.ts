@@ -436,7 +436,12 @@ describe('raw list and watch semantics', () => {
   it('concurrent large lists over HTTP/1.1 and HTTP/2 come out whole (list chunks are pooled, reused once written)', async () => {
     const s = await startCacheServer('instance-5');
     try {
-      s.cache.sink('big', 'pods').replace(Array.from({ length: 1500 }, (_, i) => pod('load', `p-${String(i).padStart(5, '0')}`, 'n', i)), '1');
+      const pods = Array.from({ length: 1500 }, (_, i) => pod('load', `p-${String(i).padStart(5, '0')}`, 'n', i));
+      // Objects larger than a list chunk (512 KiB) and than what is left of one, between ordinary ones.
+      for (const [i, kb] of [[0, 300], [700, 600], [701, 300], [702, 200], [1499, 520]] as const) {
+        (pods[i]!.metadata as { annotations?: Record<string, string> }).annotations = { big: 'x'.repeat(kb * 1024) };
+      }
+      s.cache.sink('big', 'pods').replace(pods, '1');
       const sep = { ...ep, url: s.url };
       const lists = await Promise.all([
         ...Array.from({ length: 6 }, () => rawGet(sep, '/api/v1/pods', {}).then((r) => r.body)),
@@ -445,6 +450,10 @@ describe('raw list and watch semantics', () => {
       const want = lists[0].toString();
       const names = (JSON.parse(want).items as KubeObject[]).map((o) => o.metadata.name);
       expect(names).toEqual(Array.from({ length: 1500 }, (_, i) => `p-${String(i).padStart(5, '0')}`));
+      expect((JSON.parse(want).items as KubeObject[])[700]!.metadata.annotations!.big).toHaveLength(600 * 1024);
+      // A page (an array of objects) and a page of the pods after the large ones.
+      const page = JSON.parse((await rawGet(sep, '/api/v1/pods?limit=3', {})).body.toString());
+      expect(page.items.map((o: KubeObject) => o.metadata.name)).toEqual(['p-00000', 'p-00001', 'p-00002']);
       expect(Buffer.byteLength(want)).toBeGreaterThan(20 * 64 * 1024);
       for (const body of lists) expect(body.toString() === want).toBe(true);
     } finally {

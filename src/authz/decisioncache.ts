@@ -95,16 +95,34 @@ export function decisionCacheFor(o: Partial<DecisionCacheOptions>): DecisionCach
  * another.
  */
 export function decisionKey(attrs: Attributes): string {
-  const u = attrs.user;
-  let extra: Array<[string, string[]]> | undefined;
+  const request = attrs.isResourceRequest
+    ? ['r', attrs.verb, attrs.apiGroup, attrs.apiVersion, attrs.resource, attrs.subresource, attrs.namespace, attrs.name]
+    : ['n', attrs.verb, attrs.path];
+  // JSON has no raw newline, so the two halves cannot run into each other.
+  return userKey(attrs.user) + '\n' + JSON.stringify(request);
+}
+
+// Authenticators hand out one deep-frozen UserInfo per connection or token (src/authn/group.ts): its half of the
+// key is made once, not per request (its credential-id alone is ~80 bytes).
+const userKeys = new WeakMap<object, string>();
+
+function userKey(u: Attributes['user']): string {
+  const known = userKeys.get(u);
+  if (known !== undefined) return known;
+  let extra: Array<[string, readonly string[]]> | undefined;
   if (u.extra) {
     const keys = Object.keys(u.extra);
     if (keys.length > 0) extra = keys.sort().map((k) => [k, u.extra![k]!]);
   }
-  const request = attrs.isResourceRequest
-    ? ['r', attrs.verb, attrs.apiGroup, attrs.apiVersion, attrs.resource, attrs.subresource, attrs.namespace, attrs.name]
-    : ['n', attrs.verb, attrs.path];
-  return JSON.stringify([u.username, u.uid ?? '', u.groups, extra ?? null, request]);
+  const key = JSON.stringify([u.username, u.uid ?? '', u.groups, extra ?? null]);
+  if (deepFrozen(u)) userKeys.set(u, key);
+  return key;
+}
+
+function deepFrozen(u: Attributes['user']): boolean {
+  if (!Object.isFrozen(u) || !Object.isFrozen(u.groups)) return false;
+  if (!u.extra) return true;
+  return Object.isFrozen(u.extra) && Object.values(u.extra).every((v) => Object.isFrozen(v));
 }
 
 function shouldCache(a: Attributes): boolean {

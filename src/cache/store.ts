@@ -135,7 +135,11 @@ export function batchesOf(items: Iterable<StoredObject>): ObjectBatches {
   };
 }
 
-/** How many keys a cursor takes from the sorted keys at a time. */
+/**
+ * How many keys a cursor takes from the sorted keys at a time: few at first, since most walks are short (a GET by
+ * name looks for one key's owners), up to KEY_BATCH for lists.
+ */
+const KEY_BATCH_FIRST = 4;
 const KEY_BATCH = 256;
 
 /**
@@ -150,9 +154,11 @@ function currentCursor(keys: SortedKeys, objects: Map<string, StoredObject>, fro
   let done = false;
   let pos = 0;
   let len = 0;
+  let batch = KEY_BATCH_FIRST;
   const refill = (): boolean => {
     pos = 0;
-    len = done ? 0 : keys.fill(seek, after, buf, KEY_BATCH);
+    len = done ? 0 : keys.fill(seek, after, buf, batch);
+    batch = Math.min(batch * 4, KEY_BATCH);
     if (len === 0) {
       done = true;
       return false;

@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import type { Attributes, Decision } from '../../src/api/user.js';
+import { freezeUser } from '../../src/authn/group.js';
 import { cachingReviewer, DECISION_CACHE_DEFAULTS, decisionKey, newDecisionCache, type SubjectAccessReviewer } from '../../src/authz/decisioncache.js';
 
 function attrs(over: Partial<Attributes> = {}, user: Partial<Attributes['user']> = {}): Attributes {
@@ -71,6 +72,25 @@ describe('decisionKey', () => {
   it('cannot be confused by values that contain separators', () => {
     expect(decisionKey(attrs({ namespace: 'a","b' }))).not.toBe(decisionKey(attrs({ namespace: 'a', name: 'b' })));
     expect(decisionKey(attrs({}, { groups: ['a,b'] }))).not.toBe(decisionKey(attrs({}, { groups: ['a', 'b'] })));
+  });
+
+  it("keeps a frozen user's half of the key, and never a user that can still change", () => {
+    // The user object itself, as authenticators pass it on (attrs() would copy it).
+    const as = (user: Attributes['user'], over: Partial<Attributes> = {}): Attributes => ({ ...attrs(over), user });
+    const frozen = freezeUser({ username: 'alice', groups: ['dev'], extra: { scopes: ['a'] } });
+    const first = decisionKey(as(frozen));
+    expect(decisionKey(as(frozen, { verb: 'watch' }))).not.toBe(first);
+    expect(decisionKey(as(frozen))).toBe(first);
+    // A user that is not frozen all the way down is keyed anew each time: a change shows in its key.
+    const open = { username: 'alice', groups: ['dev'], extra: { scopes: ['a'] } };
+    const before = decisionKey(as(open));
+    expect(before).toBe(first);
+    open.groups.push('admins');
+    expect(decisionKey(as(open))).not.toBe(before);
+    const shallow = Object.freeze({ username: 'alice', groups: ['dev'] as string[] });
+    const k1 = decisionKey(as(shallow));
+    shallow.groups.push('admins');
+    expect(decisionKey(as(shallow))).not.toBe(k1);
   });
 
   it('non-resource requests are keyed by verb and path', () => {

@@ -3,8 +3,10 @@
 // within 2x its uncontended p99. Both users are ordinary (group bench, RBAC on the control plane), so flow control
 // (global-default, distinguished by user) and cached-read authorization apply to both.
 
-import { monitorEventLoopDelay } from 'node:perf_hooks';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
 import { join } from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
 import { call } from '../../support/http.js';
@@ -71,6 +73,11 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
   }
 }
 
+/** An inspector call as a promise. */
+function post(session: Session, method: string, params?: object): Promise<unknown> {
+  return new Promise((resolve, reject) => session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
+}
+
 export const run: Scenario = async ({ quick, log }) => {
   const pods = quick ? 5_000 : 50_000;
   const durationMs = quick ? 4_000 : 15_000;
@@ -94,8 +101,22 @@ export const run: Scenario = async ({ quick, log }) => {
     // How long the gateway's thread (this process's main thread) kept timers waiting while the victim was measured.
     const loopDelay = monitorEventLoopDelay({ resolution: 1 });
     loopDelay.enable();
+    // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: the gateway thread's JS heap allocations while the victim is measured,
+    // collected objects included (a .heapprofile for DevTools).
+    const sampling = process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? new Session() : undefined;
+    if (sampling) {
+      sampling.connect();
+      await post(sampling, 'HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    }
     const contended = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
     loopDelay.disable();
+    if (sampling) {
+      const { profile } = (await post(sampling, 'HeapProfiler.stopSampling')) as { profile: unknown };
+      sampling.disconnect();
+      const file = join(process.env.FLEETGATE_BENCH_HEAP_SAMPLING!, `scenario-07-${Date.now()}.heapprofile`);
+      writeFileSync(file, JSON.stringify(profile));
+      log(`07: heap sampling written to ${file}`);
+    }
     const flood = await floodP;
     log('07: victim alone again');
     const after = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
@@ -133,11 +154,11 @@ export const run: Scenario = async ({ quick, log }) => {
     ];
     notes.push(
       "long responses are paced (src/server/respond.ts): a streamed LIST writes for at most 1 ms, then waits its turn behind the other long responses, one slice per event-loop iteration, so requests that arrived meanwhile are read and answered between slices; a LIST keeps its flow-control seats until its last byte is out. Measured on this shared machine (load average 10-12 from other work), 5,000 pods, 4 flooders, 3 alternating rounds: victim p99 during the flood 59 ms unpaced vs 21 ms paced, the gateway's event-loop delay p99 ~50 ms vs ~22 ms, flood throughput not lower (93 MB/s unpaced, 126 MB/s paced)",
-      'flow control does what kube-apiserver\'s would: the flooder and the victim are two flows (ByUser) of global-default, which gets 69 of the 600 seats (20 of 175 shares); a LIST of the cache costs a seat per 100 objects up to the level\'s widest request, 10 seats (kube\'s maximum), so 8 flooders run 6 at a time and queue the rest in their own queues; the victim\'s GET (1 seat) is never queued. APF bounds concurrency, not CPU: the lists it admits still share the one event loop with the victim',
+      'flow control does what kube-apiserver\'s would, with one difference: the flooder and the victim are two flows (ByUser) of global-default, which gets 69 of the 600 seats (20 of 175 shares); a LIST of the cache costs a seat per 100 objects up to the level\'s widest request, 10 seats (kube\'s maximum), so 8 flooders run 6 at a time and queue the rest in their own queues. Found by this scenario and fixed this round (src/flowcontrol/queueset.ts, backfill): kube\'s queueset dispatches nothing while the request whose turn it is does not fit, and the flooder\'s queue kept the turn (R advances for the 9 seats its 10-seat LISTs cannot use, so it is soon owed service), so the victim\'s 1-seat GET waited until a LIST ended: during the flood the victim got 111-321 GETs/s with a max of 2.3 s and p99 7.9-11.2 ms; with 6 flooders (none waiting) its max was 22 ms. Now a request of another flow may take seats a blocked wide request leaves idle when the widest request running frees enough for it on its own: the first run after gave p99 5.1 ms, max 27.7 ms, 1,411 GETs/s. APF bounds concurrency, not CPU: the lists it admits still share the one event loop with the victim',
     );
     if (ratio > 2) {
       notes.push(
-        'what bounds it (this round: --trace-gc of the benchmark process, which hosts the gateway, and a sampling of the gateway thread\'s allocations during the flood, at full scale): young-generation collections of ~11 ms on the gateway thread every ~135 ms while the lists stream (8% of its time; the victim\'s p99 is about one of them). The lists allocate ~150 bytes of JS heap per listed pod: the chain of generators from the store\'s sorted keys to the list writer (an iterator result per item at each level) and the writer\'s per-chunk array of parts, ~570 MB sampled over the 15 s of flood. The collections are long for what they free (~9 of ~12 MB) because their helper threads share the 2 cores with the flood\'s readers: with --single-threaded-gc the victim\'s p99 was 5.7 ms (one run), without parallel scavenging 8.7 ms. Not the slice: 0.25 ms slices instead of 1 ms gave 8.6 against 9.9 ms. An earlier profile (before lists were built from stored bytes) had writev at 49% of the thread: TLS encryption and loopback writes of the lists. Next levers: lists that allocate nothing per item (no generator chain), fewer collections by a larger young generation only for lists, and serving from several processes',
+        `what bounds it now: the event loop the lists share with the victim. While the victim was measured the gateway thread ran a 1 ms timer ${figures.loop_delay_p99_ms} ms late at p99 and ${figures.loop_delay_max_ms} ms at worst (monitorEventLoopDelay), and the victim's p90 was ${figures.victim_flood_p90_ms} ms, its max ${figures.victim_flood_max_ms} ms. The long stalls are young-generation collections: --trace-gc of the benchmark process (which hosts the gateway) during the flood, this round before the backfill: scavenges of 3-17 ms every 300-600 ms. The lists allocate ~150 bytes of JS heap per listed pod (the chain of generators from the store's sorted keys to the list writer and the writer's per-chunk array of parts; allocation sampling, last round), and the collections' helper threads share the 2 cores with the flood's readers (last round, before the backfill: --single-threaded-gc 5.7 ms against 9.9 ms). Ruled out this round: the flood client's CPU (its thread at nice 19: p99 8.3 ms, flood 703 MB/s, as at nice 0), a larger young generation (--max-semi-space-size=64: 9.6 against 7.9 ms), and, last round, the slice length (0.25 ms slices: 8.6 against 9.9 ms). Each slice's bytes are encrypted and written after the slice, when HTTP/1.1 uncorks the socket (connectionCorkNT -> writev, the largest item of the thread's profile), so a slice costs more than its 1 ms of copying. Next levers: lists that allocate nothing per item, and serving from several processes`,
       );
     }
     if (flood.statuses['429']) notes.push(`flow control rejected ${flood.statuses['429']} of the flooder's LISTs with 429`);

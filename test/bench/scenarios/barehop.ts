@@ -8,6 +8,7 @@ import { createSecureServer } from 'node:http2';
 import { createServer as createHttpsServer } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import fastify from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
 
 export interface BareHop {
@@ -23,8 +24,11 @@ export interface BareHopOptions {
   servingCertPem: string;
   servingKeyPem: string;
   clientCaPem: string;
-  /** 'h2': HTTP/2 with HTTP/1.1 allowed, as the gateway listens; 'https': node:https, HTTP/1.1 only. */
-  listener: 'h2' | 'https';
+  /**
+   * 'h2': HTTP/2 with HTTP/1.1 allowed, as the gateway listens; 'https': node:https, HTTP/1.1 only; 'fastify': the
+   * h2 listener behind fastify with one hijacking route, as the gateway's server takes requests before its chain.
+   */
+  listener: 'h2' | 'https' | 'fastify';
 }
 
 export async function startBareHop(o: BareHopOptions): Promise<BareHop> {
@@ -57,6 +61,28 @@ export async function startBareHop(o: BareHopOptions): Promise<BareHop> {
     };
     pool.dispatch({ method: 'GET', path: req.url ?? '/', headers, body: null, upgrade: null }, handler);
   };
+  if (o.listener === 'fastify') {
+    const app = fastify({ http2: true, https: { allowHTTP1: true, ...tls }, logger: false } as any);
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', (_req, _payload, done) => done(null));
+    app.route({
+      method: ['GET'],
+      url: '/*',
+      handler: (request, reply) => {
+        reply.hijack();
+        handle(request.raw as unknown as IncomingMessage, reply.raw as unknown as ServerResponse);
+      },
+    });
+    app.server.on('secureConnection', (s: import('node:tls').TLSSocket) => s.setNoDelay(true));
+    await app.listen({ host: '127.0.0.1', port: 0 });
+    return {
+      url: `https://127.0.0.1:${(app.server.address() as AddressInfo).port}`,
+      async close() {
+        await app.close();
+        await pool.close();
+      },
+    };
+  }
   const server = o.listener === 'h2' ? createSecureServer({ ...tls, allowHTTP1: true }, handle as any) : createHttpsServer(tls, handle);
   server.on('secureConnection', (s: import('node:tls').TLSSocket) => s.setNoDelay(true));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -143,9 +143,9 @@ const KEY_BATCH_FIRST = 4;
 const KEY_BATCH = 256;
 
 /**
- * The current objects with key >= from under prefix, as an iterator with batches. Keys come KEY_BATCH at a time
- * and each object is looked up when it is handed out, so one deleted meanwhile is skipped and one replaced is
- * handed out as it is now, as the key-by-key walk did.
+ * The current objects with key >= from under prefix, as an iterator with batches. Keys come in batches (4 at
+ * first, growing to KEY_BATCH) and each object is looked up when it is handed out, so one deleted meanwhile is
+ * skipped and one replaced is handed out as it is now, as the key-by-key walk did.
  */
 function currentCursor(keys: SortedKeys, objects: Map<string, StoredObject>, from: string, prefix: string): IterableIterator<StoredObject> & ObjectBatches {
   const buf: string[] = [];

@@ -2,6 +2,9 @@
 // ratios against a baseline measured in the same run; they are not pass/fail tests, but each says whether its goal
 // was met and, where not, by how much and what bounds it.
 
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+
 export interface Series {
   /** Chart title and axis labels. */
   title: string;
@@ -50,4 +53,33 @@ export function nowMs(): number {
 export function round(n: number, digits = 2): number {
   const f = 10 ** digits;
   return Math.round(n * f) / f;
+}
+
+/**
+ * CPU time of this process's main thread so far, in ns (Linux schedstat: time on a CPU, not wall time, so waiting
+ * for a core on this shared machine does not count); NaN elsewhere.
+ */
+export function mainThreadCpuNs(): number {
+  try {
+    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]);
+  } catch {
+    return NaN;
+  }
+}
+
+/**
+ * Starts sampling this thread's JS heap allocations, garbage included (what makes young-generation collections);
+ * the function returned stops and writes the profile to file (a .heapprofile for Chrome DevTools), if one is given.
+ */
+export async function startHeapSampling(): Promise<(file?: string) => Promise<void>> {
+  const session = new Session();
+  const post = (method: string, params?: object) =>
+    new Promise<any>((resolve, reject) => session.post(method, params ?? {}, (err, r) => (err ? reject(err) : resolve(r))));
+  session.connect();
+  await post('HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+  return async (file) => {
+    const { profile } = await post('HeapProfiler.stopSampling');
+    session.disconnect();
+    if (file) writeFileSync(file, JSON.stringify(profile));
+  };
 }

@@ -6,7 +6,7 @@
 // The load runs in a worker thread: in the main thread it would compete with the in-process gateway for one event
 // loop and charge the gateway for the client's own work (the direct side has its server in another process).
 
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
 import { issueClientCert } from '../../../src/pki/index.js';
@@ -18,7 +18,7 @@ import { impersonationHeaders } from '../../../src/upstream/headers.js';
 import { startBareHop, type BareHop } from './barehop.js';
 import { loopbackRoundTrip } from './loopback.js';
 import { issueServingCert } from '../../../src/pki/index.js';
-import { round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
+import { mainThreadCpuNs, round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
 
 export interface LoadSpec {
   endpoint: ClusterEndpoint;
@@ -85,18 +85,6 @@ async function one(lat) {
   parentPort.postMessage({ latenciesMs: lat, elapsedMs, rps: lat.length / (elapsedMs / 1000), bytes, statuses, errors });
 })().catch((e) => parentPort.postMessage({ fatal: String(e && e.stack || e) }));
 `;
-
-/**
- * CPU time of this process's main thread so far, in ns (Linux schedstat: time on a CPU, not wall time, so waiting
- * for a core on this shared machine does not count); NaN elsewhere.
- */
-function mainThreadCpuNs(): number {
-  try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]);
-  } catch {
-    return NaN;
-  }
-}
 
 /** Runs a closed-loop GET load in a worker thread and returns every latency. */
 export function loadInWorker(spec: LoadSpec): Promise<LoadResult> {

@@ -3,14 +3,12 @@
 // within 2x its uncontended p99. Both users are ordinary (group bench, RBAC on the control plane), so flow control
 // (global-default, distinguished by user) and cached-read authorization apply to both.
 
-import { writeFileSync } from 'node:fs';
-import { Session } from 'node:inspector';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
 import { call } from '../../support/http.js';
-import { round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
+import { round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
 import { loadInWorker } from './01-forwarding.js';
 
 export interface CachedGateway {
@@ -73,11 +71,6 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
   }
 }
 
-/** An inspector call as a promise. */
-function post(session: Session, method: string, params?: object): Promise<unknown> {
-  return new Promise((resolve, reject) => session.post(method, params ?? {}, (err, result) => (err ? reject(err) : resolve(result))));
-}
-
 export const run: Scenario = async ({ quick, log }) => {
   const pods = quick ? 5_000 : 50_000;
   const durationMs = quick ? 4_000 : 15_000;
@@ -103,18 +96,12 @@ export const run: Scenario = async ({ quick, log }) => {
     loopDelay.enable();
     // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: the gateway thread's JS heap allocations while the victim is measured,
     // collected objects included (a .heapprofile for DevTools).
-    const sampling = process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? new Session() : undefined;
-    if (sampling) {
-      sampling.connect();
-      await post(sampling, 'HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
-    }
+    const stopSampling = process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? await startHeapSampling() : undefined;
     const contended = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
     loopDelay.disable();
-    if (sampling) {
-      const { profile } = (await post(sampling, 'HeapProfiler.stopSampling')) as { profile: unknown };
-      sampling.disconnect();
+    if (stopSampling) {
       const file = join(process.env.FLEETGATE_BENCH_HEAP_SAMPLING!, `scenario-07-${Date.now()}.heapprofile`);
-      writeFileSync(file, JSON.stringify(profile));
+      await stopSampling(file);
       log(`07: heap sampling written to ${file}`);
     }
     const flood = await floodP;

@@ -3,10 +3,10 @@
 // server in a child process; the round trip's wall time, and this thread's CPU per round trip (schedstat).
 
 import { fork } from 'node:child_process';
-import { readFileSync } from 'node:fs';
 import { connect as netConnect, createServer as netServer, type Socket } from 'node:net';
 import { connect as tlsConnect, createServer as tlsServer } from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { mainThreadCpuNs } from '../lib.js';
 
 export interface RoundTrip {
   rttUs: number;
@@ -15,10 +15,6 @@ export interface RoundTrip {
 
 interface EchoSpec {
   tls?: { certPem: string; keyPem: string };
-}
-
-function threadCpuNs(): number {
-  return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]);
 }
 
 /** Round trips of a 600-byte message (about a GET's size) after a warm-up; the child echoes each. */
@@ -53,10 +49,10 @@ export async function loopbackRoundTrip(spec: EchoSpec & { caPem?: string }, n =
         const done = ++seen;
         if (done === warm) {
           t0 = performance.now();
-          c0 = threadCpuNs();
+          c0 = mainThreadCpuNs();
         }
         if (done === warm + n) {
-          const r = { rttUs: ((performance.now() - t0) * 1000) / n, cpuUsPerRoundTrip: (threadCpuNs() - c0) / 1000 / n };
+          const r = { rttUs: ((performance.now() - t0) * 1000) / n, cpuUsPerRoundTrip: (mainThreadCpuNs() - c0) / 1000 / n };
           socket.destroy();
           return resolve(r);
         }

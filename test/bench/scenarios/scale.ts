@@ -13,6 +13,7 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, get as httpsGet
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ClusterEndpoint } from '../../support/http.js';
+import { startHeapSampling } from '../lib.js';
 
 export interface ScaleOptions {
   members: number;
@@ -376,22 +377,14 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: scenarios that support it sample the gateway's JS heap allocations over
   // their measured window, garbage included (what makes young-generation collections), into <dir>/*.heapprofile
   // (open in Chrome DevTools).
-  let sampling: import('node:inspector').Session | undefined;
+  let stopSampling: ((file?: string) => Promise<void>) | undefined;
   const heapSampling = async (file?: string) => {
-    const { Session } = await import('node:inspector');
-    const post = (s: import('node:inspector').Session, method: string, params?: object) =>
-      new Promise<any>((resolve, reject) => s.post(method, params ?? {}, (err, r) => (err ? reject(err) : resolve(r))));
-    if (!sampling) {
-      sampling = new Session();
-      sampling.connect();
-      await post(sampling, 'HeapProfiler.startSampling', { samplingInterval: 4096, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true });
+    if (!stopSampling) {
+      stopSampling = await startHeapSampling();
       return { started: true };
     }
-    const { profile } = await post(sampling, 'HeapProfiler.stopSampling');
-    sampling.disconnect();
-    sampling = undefined;
-    const { writeFileSync } = await import('node:fs');
-    if (file) writeFileSync(file, JSON.stringify(profile));
+    await stopSampling(file);
+    stopSampling = undefined;
     return { file };
   };
   // For scenario 6: how late churn events (annotation bench/t, stamped by the sim when made) reach the gateway's

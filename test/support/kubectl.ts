@@ -45,12 +45,17 @@ export function withoutAge(table: string): string {
   const header = lines[0];
   const cols = [...header.matchAll(/\S+(?: \S+)*/g)].map((m) => ({ name: m[0], start: m.index! }));
   const timeCols = cols.filter((c) => ['AGE', 'LAST SEEN', 'FIRST SEEN'].includes(c.name));
+  // kubectl's tabwriter starts every cell of a column where the header's starts, so cells are cut at the header's
+  // positions: splitting on runs of spaces instead merged an empty cell (an event without SUBOBJECT) into its
+  // neighbours and shifted the rest, leaving that row's FIRST SEEN compared as text.
   return lines
-    .map((line) => {
-      // Cells are separated by at least 3 spaces in kubectl's tabwriter output.
-      const cells = line.split(/\s{3,}/);
-      const names = header.split(/\s{3,}/);
-      return cells.map((c, i) => (timeCols.some((t) => t.name === names[i]) ? '<age>' : c.replace(/\((\d+[smhd])+ ago\)/, '(<age> ago)'))).join(' | ');
-    })
+    .map((line) =>
+      cols
+        .map((c, i) => {
+          const cell = line.slice(c.start, i + 1 < cols.length ? cols[i + 1]!.start : undefined).trim();
+          return timeCols.includes(c) ? '<age>' : cell.replace(/\((\d+[smhd])+ ago\)/, '(<age> ago)');
+        })
+        .join(' | '),
+    )
     .join('\n');
 }

@@ -78,46 +78,63 @@ export interface StreamingBody {
  * or the socket is full, and 'drain' comes at its next turn. Writers that honour backpressure need no change.
  */
 export function paced(body: StreamingBody): StreamingBody {
-  let sliceStart = performance.now();
-  const drainListeners = new Set<() => void>();
-  let yielding = false;
+  return new PacedBody(body);
+}
+
+// A class rather than an object literal with its own getter: such a literal gets a hidden class of its own per
+// response, allocated among long-lived objects, which keeps everything it reaches alive through young-generation
+// collections (see Context in server.ts).
+class PacedBody implements StreamingBody {
+  private sliceStart = performance.now();
+  private readonly drainListeners = new Set<() => void>();
+  private yielding = false;
   // An Http2ServerResponse has no 'destroyed'; its 'close' says the stream is gone.
-  let closed = false;
-  body.on('close', () => (closed = true));
+  private closed = false;
 
-  const yieldTurn = async (full: boolean): Promise<void> => {
-    yielding = true;
-    if (full) await untilDrainOrClose(body);
+  constructor(private readonly body: StreamingBody) {
+    body.on('close', () => (this.closed = true));
+  }
+
+  private async yieldTurn(full: boolean): Promise<void> {
+    this.yielding = true;
+    if (full) await untilDrainOrClose(this.body);
     await nextTurn();
-    yielding = false;
-    sliceStart = performance.now();
-    for (const fn of [...drainListeners]) fn();
-  };
+    this.yielding = false;
+    this.sliceStart = performance.now();
+    for (const fn of [...this.drainListeners]) fn();
+  }
 
-  return {
-    writeHead: (code, headers) => body.writeHead(code, headers),
-    write(chunk, done) {
-      const ok = body.write(chunk, done);
-      if (yielding) return ok;
-      if (ok && performance.now() - sliceStart < SLICE_MS) return true;
-      void yieldTurn(!ok);
-      return false;
-    },
-    end: (chunk) => body.end(chunk),
-    on(event, fn) {
-      if (event === 'drain') drainListeners.add(fn);
-      else body.on(event, fn);
-      return this;
-    },
-    off(event, fn) {
-      if (event === 'drain') drainListeners.delete(fn);
-      else body.off(event, fn);
-      return this;
-    },
-    get destroyed() {
-      return closed || (body.destroyed ?? false);
-    },
-  };
+  writeHead(code: number, headers: Record<string, string>): unknown {
+    return this.body.writeHead(code, headers);
+  }
+
+  write(chunk: string | Buffer, done?: () => void): boolean {
+    const ok = this.body.write(chunk, done);
+    if (this.yielding) return ok;
+    if (ok && performance.now() - this.sliceStart < SLICE_MS) return true;
+    void this.yieldTurn(!ok);
+    return false;
+  }
+
+  end(chunk?: string | Buffer): unknown {
+    return this.body.end(chunk);
+  }
+
+  on(event: string, fn: () => void): this {
+    if (event === 'drain') this.drainListeners.add(fn);
+    else this.body.on(event, fn);
+    return this;
+  }
+
+  off(event: string, fn: () => void): this {
+    if (event === 'drain') this.drainListeners.delete(fn);
+    else this.body.off(event, fn);
+    return this;
+  }
+
+  get destroyed(): boolean {
+    return this.closed || (this.body.destroyed ?? false);
+  }
 }
 
 /** Resolves when the connection takes more ('drain') or is gone ('close'). */

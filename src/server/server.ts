@@ -17,6 +17,8 @@ import { isMutating, reportedVerb, requestLabels } from '../metrics/apiserver.js
 import { writeStatus as writeUpgradeStatus } from '../upstream/upgrade.js';
 import { buildChain } from './chain.js';
 import type { Request, RequestContext, Response } from './context.js';
+import type { RequestInfo } from '../request/requestinfo.js';
+import type { UserInfo } from '../api/user.js';
 import { newGateway, type Gateway } from './gateway.js';
 import { writeStatus } from './respond.js';
 import { loadTLSFiles } from './tlsreload.js';
@@ -196,24 +198,41 @@ async function upgrade(chain: (ctx: RequestContext) => Promise<void>, log: Logge
  * made when something first logs: a pino child costs more than a whole chain step, and most requests never log.
  */
 function newRequestContext(log: Logger, req: Request, res: Response, auditID: string): RequestContext {
-  let logger: Logger | undefined;
-  let named = false; // logger carries the user
-  const ctx = {
-    req,
-    res,
-    url: new URL(req.url ?? '/', 'https://gateway.invalid'),
-    auditID,
-    get log(): Logger {
-      if (logger === undefined || (!named && ctx.user !== undefined)) {
-        named = ctx.user !== undefined;
-        logger = log.child(named ? { auditID, user: ctx.user!.username } : { auditID });
-      }
-      return logger;
-    },
-    set log(l: Logger) {
-      logger = l;
-      named = true;
-    },
-  } as RequestContext;
-  return ctx;
+  return new Context(log, req, res, auditID);
+}
+
+// A class, not an object literal with its own get/set log: each literal's accessor pair made a hidden class per
+// request, allocated where V8 keeps long-lived objects, and through it the request's whole graph outlived every
+// young-generation collection until the next full one.
+class Context implements RequestContext {
+  url: URL;
+  info = undefined as unknown as RequestInfo;
+  user?: UserInfo = undefined;
+  impersonator?: UserInfo = undefined;
+  cluster?: string = undefined;
+  deadline?: number = undefined;
+  body?: Buffer = undefined;
+  allowedClusters?: (cluster: string) => boolean = undefined;
+  upgrade?: { socket: Duplex; head: Buffer } = undefined;
+  #base: Logger;
+  #logger: Logger | undefined = undefined;
+  #named = false; // #logger carries the user
+
+  constructor(base: Logger, readonly req: Request, readonly res: Response, readonly auditID: string) {
+    this.#base = base;
+    this.url = new URL(req.url ?? '/', 'https://gateway.invalid');
+  }
+
+  get log(): Logger {
+    if (this.#logger === undefined || (!this.#named && this.user !== undefined)) {
+      this.#named = this.user !== undefined;
+      this.#logger = this.#base.child(this.#named ? { auditID: this.auditID, user: this.user!.username } : { auditID: this.auditID });
+    }
+    return this.#logger;
+  }
+
+  set log(l: Logger) {
+    this.#logger = l;
+    this.#named = true;
+  }
 }

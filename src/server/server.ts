@@ -197,7 +197,7 @@ async function upgrade(chain: (ctx: RequestContext) => Promise<void>, log: Logge
  * A request's context. Its logger (bound to the Audit-ID, and to the user once authentication has named one) is
  * made when something first logs: a pino child costs more than a whole chain step, and most requests never log.
  */
-function newRequestContext(log: Logger, req: Request, res: Response, auditID: string): RequestContext {
+export function newRequestContext(log: Logger, req: Request, res: Response, auditID: string): RequestContext {
   return new Context(log, req, res, auditID);
 }
 

@@ -45,6 +45,11 @@ const collected = new FinalizationRegistry<number>((bytes) => {
   awaiting -= bytes;
 });
 
+/** Bytes of slabs let go by any arena of this process that the JS engine has not collected yet. */
+export function slabsAwaitingCollectionBytes(): number {
+  return awaiting;
+}
+
 export class Arena {
   private readonly slabs = new Map<ArrayBufferLike, Slab>();
   private current: Slab | undefined;

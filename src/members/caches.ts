@@ -6,6 +6,7 @@
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
+import { slabsAwaitingCollectionBytes } from '../cache/arena.js';
 import { startIntakePool } from '../cache/intakepool.js';
 import { tokenBucket } from '../cache/ratelimit.js';
 import { startReflector, type Reflector } from '../cache/reflector.js';
@@ -126,6 +127,12 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
     metrics.collect = () => {
       // Gauges describe the members there are now: a removed member's series go away.
       for (const g of [metrics.objects, metrics.synced, metrics.stale, metrics.lastSync, metrics.lag]) g.reset();
+      for (const [resource, store] of [['pods', o.cache.pods], ['events', o.cache.events], ['events.events.k8s.io', o.cache.eventsV1]] as const) {
+        const a = store.arena.stats();
+        metrics.slabBytes.set({ resource }, a.slabBytes);
+        metrics.liveBytes.set({ resource }, a.liveBytes);
+      }
+      metrics.awaitingCollection.set(slabsAwaitingCollectionBytes());
       for (const [name, r] of running) {
         const counts = o.cache.objectCounts(name);
         for (const res of RESOURCES) metrics.objects.set({ cluster: name, resource: res.resource }, counts[res.resource]);
@@ -202,6 +209,25 @@ function memberMetrics(registry: Registry) {
       registers: [registry],
     }),
     lag: new Gauge({ name: 'fleetgate_member_seconds_since_last_event', help: 'Seconds since the member cluster last sent a watch event or bookmark.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    // Where the cache's memory goes (docs/operations.md, Memory): cached objects' JSON lives in slabs outside the
+    // JS heap, so heap metrics do not show it.
+    slabBytes: new Gauge({
+      name: 'fleetgate_cache_slab_bytes',
+      help: "Bytes of the slabs that hold cached objects' JSON, by resource (group-qualified, as kube's GroupResource).",
+      labelNames: ['resource'],
+      registers: [registry],
+    }),
+    liveBytes: new Gauge({
+      name: 'fleetgate_cache_live_bytes',
+      help: "Bytes of the current cached objects' JSON in those slabs; the rest is freed space not yet compacted.",
+      labelNames: ['resource'],
+      registers: [registry],
+    }),
+    awaitingCollection: new Gauge({
+      name: 'fleetgate_cache_slabs_awaiting_collection_bytes',
+      help: 'Bytes of slabs the cache has let go that the JavaScript engine has not collected yet.',
+      registers: [registry],
+    }),
   };
   return m;
 }

@@ -41,6 +41,21 @@ afterAll(async () => {
   if (dir) await rm(dir, { recursive: true, force: true });
 });
 
+it("shows the cache's slab memory: live bytes of pods within the slabs that hold them", async () => {
+  const text = (await call(admin, 'GET', '/metrics')).text;
+  const value = (name: string, resource?: string) => {
+    const m = new RegExp(`^${name}${resource ? `\\{resource="${resource.replace(/\./g, '\\.')}"\\}` : ''} (\\S+)$`, 'm').exec(text);
+    return m ? Number(m[1]) : NaN;
+  };
+  const slab = value('fleetgate_cache_slab_bytes', 'pods');
+  const live = value('fleetgate_cache_live_bytes', 'pods');
+  expect(live).toBeGreaterThan(0);
+  expect(slab).toBeGreaterThanOrEqual(live);
+  expect(value('fleetgate_cache_live_bytes', 'events')).toBeGreaterThan(0);
+  expect(value('fleetgate_cache_slab_bytes', 'events.events.k8s.io')).toBeGreaterThanOrEqual(0);
+  expect(value('fleetgate_cache_slabs_awaiting_collection_bytes')).toBeGreaterThanOrEqual(0);
+});
+
 it('marks a member stale while it is down and clears it when it is back', async () => {
   expect(await metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 0$/m)).toBe(true);
   await demo.fleet.member('member-b').stop();

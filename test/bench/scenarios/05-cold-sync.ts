@@ -52,6 +52,8 @@ export const run: Scenario = async ({ quick, log }) => {
         cold_sync_ms: round(ms),
         gateway_started_ms: round(fleet.startedMs),
         pods_per_s: round(total / (ms / 1000)),
+        gateway_cpu_s: round(fleet.coldSyncCpuMs / 1000),
+        gateway_cpu_us_per_pod: round((fleet.coldSyncCpuMs * 1000) / total),
         one_member_direct_list_ms: round(oneMemberMs),
         members_listed_serially_ms: round(serialMs),
         ratio_to_serial_direct: round(ms / serialMs, 3),

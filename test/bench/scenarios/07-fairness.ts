@@ -8,27 +8,52 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
-import { call } from '../../support/http.js';
+import { call, type ClusterEndpoint } from '../../support/http.js';
 import { round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
 import { loadInWorker } from './01-forwarding.js';
+import { startSimChild, type SimChild } from './scale.js';
 
 export interface CachedGateway {
-  fleet: SimFleet;
+  /** The sim members, when they run in this process (scenario 8 issues member credentials from it). */
+  fleet?: SimFleet;
   gw: TestGateway;
   close(): Promise<void>;
 }
 
-/** A sim control plane, sim members with generated pods and a gateway caching the members (static list). */
-export async function startCachedGateway(o: { members: string[]; podsPerCluster: number; log: (m: string) => void }): Promise<CachedGateway> {
-  o.log(`starting a sim fleet: ${o.members.length} member(s) x ${o.podsPerCluster} pods`);
-  // Two fleets: startSimFleet seeds pods into every cluster it starts, and the control plane needs none.
-  const cpFleet = await startSimFleet({ clusters: ['control-plane'] });
+/**
+ * A sim control plane, sim members with generated pods and a gateway caching the members (static list).
+ * membersInChild: the sims run in a child process, so that their objects are not in the heap of the gateway
+ * hosted here (its young-generation collections take longer the more old-generation pages there are to walk).
+ */
+export async function startCachedGateway(o: { members: string[]; podsPerCluster: number; membersInChild?: boolean; log: (m: string) => void }): Promise<CachedGateway> {
+  o.log(`starting a sim fleet${o.membersInChild ? ' in a child process' : ''}: ${o.members.length} member(s) x ${o.podsPerCluster} pods`);
+  let sim: SimChild | undefined;
+  let cpFleet: SimFleet | undefined;
   let fleet: SimFleet | undefined;
   let gw: TestGateway | undefined;
+  const stopSims = async () => {
+    await sim?.close().catch(() => {});
+    await fleet?.close().catch(() => {});
+    await cpFleet?.close().catch(() => {});
+  };
   try {
-    fleet = await startSimFleet({ clusters: o.members, podsPerCluster: o.podsPerCluster });
-    const cp = cpFleet.member('control-plane');
-    const admin = { url: cp.url, caPem: cpFleet.servingCA.certPem, token: cpFleet.adminToken };
+    let admin: ClusterEndpoint;
+    let cpKubeconfig: string;
+    let memberKubeconfig: (name: string) => string;
+    if (o.membersInChild) {
+      const s = (sim = await startSimChild({ names: o.members, podsPerMember: o.podsPerCluster, needles: false, log: o.log }));
+      admin = s.controlPlane;
+      cpKubeconfig = s.controlPlaneKubeconfig;
+      memberKubeconfig = (name) => s.members.find((m) => m.name === name)!.kubeconfig;
+    } else {
+      // Two fleets: startSimFleet seeds pods into every cluster it starts, and the control plane needs none.
+      cpFleet = await startSimFleet({ clusters: ['control-plane'] });
+      const f = (fleet = await startSimFleet({ clusters: o.members, podsPerCluster: o.podsPerCluster }));
+      const cp = cpFleet.member('control-plane');
+      admin = { url: cp.url, caPem: cpFleet.servingCA.certPem, token: cpFleet.adminToken };
+      cpKubeconfig = cp.kubeconfigPath;
+      memberKubeconfig = (name) => f.member(name).kubeconfigPath;
+    }
     const post = async (path: string, body: object) => {
       const r = await call(admin, 'POST', path, { body });
       if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
@@ -39,9 +64,9 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
       roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-pod-reader' },
       subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
     });
-    const members = o.members.map((m) => `    - name: ${m}\n      kubeconfig: ${fleet!.member(m).kubeconfigPath}`).join('\n');
+    const members = o.members.map((m) => `    - name: ${m}\n      kubeconfig: ${memberKubeconfig(m)}`).join('\n');
     gw = await startTestGateway({
-      controlPlaneKubeconfig: cp.kubeconfigPath,
+      controlPlaneKubeconfig: cpKubeconfig,
       requestTimeoutSeconds: 60,
       extraYaml: `cache:\n  karmada:\n    enabled: false\n  qps: 1000\n  burst: 1000\n  members:\n${members}\n`,
     });
@@ -54,20 +79,17 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
       await new Promise((res) => setTimeout(res, 100));
     }
     const g = gw;
-    const f = fleet;
     return {
-      fleet: f,
+      fleet,
       gw: g,
       close: async () => {
         await g.close().catch(() => {});
-        await f.close().catch(() => {});
-        await cpFleet.close().catch(() => {});
+        await stopSims();
       },
     };
   } catch (e) {
     await gw?.close().catch(() => {});
-    await fleet?.close().catch(() => {});
-    await cpFleet.close().catch(() => {});
+    await stopSims();
     throw e;
   }
 }
@@ -106,11 +128,13 @@ export const run: Scenario = async ({ quick, log }) => {
   const pods = quick ? 5_000 : 50_000;
   const durationMs = quick ? 4_000 : 15_000;
   const flooders = Number(process.env.FLEETGATE_BENCH_FLOODERS) || (quick ? 4 : 8);
-  const cg = await startCachedGateway({ members: ['member-a'], podsPerCluster: pods, log: (m) => log(`07: ${m}`) });
+  const cg = await startCachedGateway({ members: ['member-a'], podsPerCluster: pods, membersInChild: true, log: (m) => log(`07: ${m}`) });
   try {
     const victim = await cg.gw.endpointFor('victim', ['bench']);
     const flooder = await cg.gw.endpointFor('flooder', ['bench']);
-    const target = cg.fleet.member('member-a').cluster.list('', 'pods', 'load')[0]!;
+    const first = await call(victim, 'GET', '/api/v1/namespaces/load/pods?limit=1');
+    const target = (JSON.parse(first.text) as { items: Array<{ metadata: { name: string } }> }).items[0];
+    if (first.status !== 200 || !target) throw new Error(`07: no pod to GET (${first.status}): ${first.text.slice(0, 300)}`);
     const getPath = `/api/v1/namespaces/load/pods/${target.metadata.name}`;
     const listPath = '/api/v1/pods';
     const check = await call(victim, 'GET', getPath);

@@ -33,7 +33,7 @@ export const run: Scenario = async ({ quick, log }) => {
   await buildInformer();
   const cg = await startCachedGateway({ members: ['member-a'], podsPerCluster: pods, log: (m) => log(`08: ${m}`) });
   try {
-    const direct = await cg.fleet.kubeconfigFor('member-a', 'bench-informer', ['system:masters']);
+    const direct = await cg.fleet!.kubeconfigFor('member-a', 'bench-informer', ['system:masters']);
     const viaGw = await cg.gw.kubeconfigFor('bench-informer', ['bench']);
     const times = { direct: [] as number[], gateway: [] as number[] };
     const own = { direct: [] as number[], gateway: [] as number[] };

@@ -33,6 +33,8 @@ export interface ScaleFleet {
   coldSyncMs: number;
   /** Of which: until startTestGateway returned (PKI for the test gateway, config, listening). */
   startedMs: number;
+  /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
+  coldSyncCpuMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
   firstMember: ClusterEndpoint;
   /** Sends a command to the sim child (churn, ceiling...). */
@@ -100,14 +102,44 @@ function endChild(c: Child): Promise<void> {
   });
 }
 
+/** Sim members (and a sim control plane) in a process of their own. */
+export interface SimChild {
+  controlPlaneKubeconfig: string;
+  /** The control plane, straight (admin token). */
+  controlPlane: ClusterEndpoint;
+  members: Array<{ name: string; kubeconfig: string }>;
+  /** The first member, straight (admin token). */
+  firstMember: ClusterEndpoint;
+  /** ms the sim took to generate its pods. */
+  seedMs: number;
+  call(cmd: Record<string, unknown>): Promise<any>;
+  close(): Promise<void>;
+}
+
+/**
+ * Members with podsPerMember generated pods each, served by a child process, so that their objects and their work
+ * are not in the heap or on the thread of a gateway hosted by the caller. needles: also 100 pods labelled
+ * bench=needle in namespace load (scenario 3).
+ */
+export async function startSimChild(o: { names: string[]; podsPerMember: number; needles?: boolean; heapMB?: number; log: (msg: string) => void }): Promise<SimChild> {
+  const sim = spawnChild('sim', { names: o.names, podsPerMember: o.podsPerMember, needles: o.needles ?? true }, o.heapMB ?? 12_000, o.log);
+  try {
+    const s = await sim.first;
+    return { ...s, call: (cmd) => sim.call(cmd), close: () => endChild(sim) };
+  } catch (e) {
+    await endChild(sim);
+    throw e;
+  }
+}
+
 export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
   const heapMB = o.heapMB ?? 12_000;
   const names = Array.from({ length: o.members }, (_, i) => `member-${String(i + 1).padStart(3, '0')}`);
   o.log(`scale: starting ${o.members} members x ${o.podsPerMember} pods`);
-  const sim = spawnChild('sim', { names, podsPerMember: o.podsPerMember }, heapMB, o.log);
+  const sim = await startSimChild({ names, podsPerMember: o.podsPerMember, heapMB, log: o.log });
   let gw: Child | undefined;
   try {
-    const s = await sim.first;
+    const s = sim;
     o.log(`scale: sim ready (${s.seedMs} ms to generate); starting the gateway`);
     gw = spawnChild('gateway', { controlPlaneKubeconfig: s.controlPlaneKubeconfig, members: s.members }, heapMB, o.log);
     const g = await gw.first;
@@ -120,18 +152,19 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
       gateway: g.endpoint,
       coldSyncMs: g.coldSyncMs,
       startedMs: g.startedMs,
+      coldSyncCpuMs: g.coldSyncCpuMs,
       firstMember: s.firstMember,
       sim: (cmd) => sim.call(cmd),
       gw: (cmd) => gwChild.call(cmd),
       gatewayPid: gwChild.proc.pid!,
       async close() {
         await endChild(gwChild);
-        await endChild(sim);
+        await sim.close();
       },
     };
   } catch (e) {
     if (gw) await endChild(gw);
-    await endChild(sim);
+    await sim.close();
     throw e;
   }
 }
@@ -231,7 +264,7 @@ function memory(): Record<string, number> {
   return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
 }
 
-async function simChild(arg: { names: string[]; podsPerMember: number }): Promise<void> {
+async function simChild(arg: { names: string[]; podsPerMember: number; needles: boolean }): Promise<void> {
   const { startSimFleet } = await import('../../sim/fleet.js');
   const { generatePod } = await import('../../sim/podgen.js');
   const { prng } = await import('../../support/prng.js');
@@ -240,7 +273,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
   const cp = await startSimFleet({ clusters: ['control-plane'] });
   const fleet = await startSimFleet({ clusters: arg.names, podsPerCluster: arg.podsPerMember, nodesPerCluster: 10 });
   // 100 needles for the filtered-list scenario: pods a label selector finds among all the others.
-  for (let i = 0; i < 100; i++) {
+  for (let i = 0; i < (arg.needles ? 100 : 0); i++) {
     const c = fleet.members[i % fleet.members.length]!.cluster;
     const { pod, status } = generatePod({ namespace: 'load', app: 'needle', index: 2_000_000 + i, node: `${c.name}-node-1` });
     (pod as any).status = status;
@@ -353,7 +386,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number }): Promis
       await cp.close();
     },
   );
-  process.stdout.write(`${JSON.stringify({ id: 0, result: { seedMs, controlPlaneKubeconfig: cp.members[0]!.kubeconfigPath, members: fleet.members.map((m) => ({ name: m.name, kubeconfig: m.kubeconfigPath })), firstMember: { url: fleet.members[0]!.url, caPem: fleet.servingCA.certPem, token: fleet.adminToken } } })}\n`);
+  process.stdout.write(`${JSON.stringify({ id: 0, result: { seedMs, controlPlaneKubeconfig: cp.members[0]!.kubeconfigPath, members: fleet.members.map((m) => ({ name: m.name, kubeconfig: m.kubeconfigPath })), firstMember: { url: fleet.members[0]!.url, caPem: fleet.servingCA.certPem, token: fleet.adminToken }, controlPlane: { url: cp.members[0]!.url, caPem: cp.servingCA.certPem, token: cp.adminToken } } })}\n`);
 }
 
 async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Array<{ name: string; kubeconfig: string }> }): Promise<void> {
@@ -361,6 +394,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const members = arg.members.map((m) => `    - name: ${m.name}\n      kubeconfig: ${m.kubeconfig}`).join('\n');
   const intake = process.env.FLEETGATE_BENCH_INTAKE_WORKERS ? `  intakeWorkers: ${Number(process.env.FLEETGATE_BENCH_INTAKE_WORKERS)}\n` : '';
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const gw = await startTestGateway({
     controlPlaneKubeconfig: arg.controlPlaneKubeconfig,
     requestTimeoutSeconds: 120,
@@ -373,6 +407,8 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     await new Promise((r) => setTimeout(r, 20));
   }
   const coldSyncMs = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const coldSyncCpuMs = (cpu.user + cpu.system) / 1000;
   const endpoint = await gw.endpointFor('bench-admin', ['system:masters']);
   // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: scenarios that support it sample the gateway's JS heap allocations over
   // their measured window, garbage included (what makes young-generation collections), into <dir>/*.heapprofile
@@ -418,7 +454,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     },
     () => gw.close(),
   );
-  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, endpoint } })}\n`);
+  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, coldSyncCpuMs, endpoint } })}\n`);
 }
 
 if (process.argv[1] === self) {

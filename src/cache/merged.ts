@@ -78,6 +78,8 @@ export class MergedCache {
   readonly eventsV1: Store;
   private readonly dropManagedFields: boolean;
   private readonly members = new Map<string, MemberState>();
+  /** Members' lists of pods under way (listStarted). */
+  private podLists = 0;
 
   constructor(opts: MergedCacheOptions) {
     this.instanceID = opts.instanceID;
@@ -110,6 +112,7 @@ export class MergedCache {
     const startList = (): MemberListIntake => {
       // The keys this list has named; the store's own strings, so the set costs a slot per key.
       let seen: Set<string> | undefined = new Set<string>();
+      const listDone = this.listStarted(resource);
       const addEncoded = (page: EncodedPage) => {
         if (state.removed || !seen) return;
         for (let i = 0; i < page.count; i++) seen.add(this.upsert(cluster, resource, memberRVs, page, i));
@@ -124,14 +127,16 @@ export class MergedCache {
         end: (listRV) => {
           const named = seen;
           seen = undefined;
-          if (state.removed || !named) return;
+          if (state.removed || !named) return listDone();
           for (const key of memberRVs.keys()) {
             if (!named.has(key)) this.removeKey(resource, memberRVs, key);
           }
           state.lastSeen[resource] = listRV;
+          listDone();
         },
         abort: () => {
           seen = undefined;
+          listDone();
         },
       };
     };
@@ -175,6 +180,23 @@ export class MergedCache {
       progress: (rv) => {
         if (!state.removed) state.lastSeen[resource] = rv;
       },
+    };
+  }
+
+  /**
+   * A member's list of the resource has begun; the function returned says it ended or was given up (once counts).
+   * While the pods store fills from empty, by the members' first lists at start, its selector index waits: it is
+   * built in one pass in key order once no list is under way (Store.buildIndex), instead of taking each pod's key
+   * into several postings at random places as the members' pages interleave.
+   */
+  private listStarted(resource: CachedResource): () => void {
+    if (resource !== 'pods') return () => {};
+    if (this.podLists++ === 0 && this.pods.size === 0) this.pods.deferIndex();
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      if (--this.podLists === 0) void this.pods.buildIndex();
     };
   }
 

@@ -31,6 +31,16 @@ export interface SelectorIndex {
   /** Only these label keys, or every key when undefined (and labelsOn). */
   readonly labelKeys?: ReadonlySet<string>;
   readonly labelsOn: boolean;
+  /**
+   * built: kept on every change. deferred: not kept, and not offered (candidatesFor); a store filled from empty by
+   * lists defers it, since a million keys arriving in no order cost several random inserts each, and one pass in
+   * key order afterwards appends them (Store.buildIndex). building: that pass is under way; objects with keys up to
+   * builtTo are kept on every change, the others are taken as the pass reaches them.
+   */
+  state: 'built' | 'deferred' | 'building';
+  builtTo: string;
+  /** Bumped whenever the index is deferred, so a build under way knows it was overtaken. */
+  generation: number;
 }
 
 /** What the index needs of a stored object. */
@@ -47,7 +57,25 @@ export function newSelectorIndex(config: SelectorIndexConfig): SelectorIndex {
     labels: new Map(),
     labelKeys: Array.isArray(l) ? new Set(l) : undefined,
     labelsOn: l === true || (Array.isArray(l) && l.length > 0),
+    state: 'built',
+    builtTo: '',
+    generation: 0,
   };
+}
+
+/** Empties the index and stops keeping it until it is built again (see SelectorIndex.state). */
+export function deferIndex(idx: SelectorIndex): void {
+  for (const postings of idx.fields.values()) postings.clear();
+  idx.labels.clear();
+  idx.state = 'deferred';
+  idx.builtTo = '';
+  idx.generation++;
+}
+
+/** A building index takes obj, whose key follows every key it holds: obj's key is the new builtTo. */
+export function buildIndexWith(idx: SelectorIndex, obj: Indexed): void {
+  apply(idx, undefined, obj);
+  idx.builtTo = obj.key;
 }
 
 /**
@@ -55,6 +83,11 @@ export function newSelectorIndex(config: SelectorIndexConfig): SelectorIndex {
  * Values that did not change (a status update's labels and node) are not touched.
  */
 export function updateIndex(idx: SelectorIndex, prev: Indexed | undefined, next: Indexed | undefined): void {
+  if (idx.state !== 'built' && (idx.state === 'deferred' || (next ?? prev)!.key > idx.builtTo)) return;
+  apply(idx, prev, next);
+}
+
+function apply(idx: SelectorIndex, prev: Indexed | undefined, next: Indexed | undefined): void {
   for (const [field, postings] of idx.fields) {
     const was = prev ? (prev.fields[field] ?? '') : undefined;
     const now = next ? (next.fields[field] ?? '') : undefined;
@@ -142,6 +175,7 @@ export interface Candidates {
  * indexed field or label (=, ==, in), the union of those values' postings. Undefined when none does.
  */
 export function candidatesFor(idx: SelectorIndex, ls: LabelSelector, fs: FieldSelector): Candidates | undefined {
+  if (idx.state !== 'built') return undefined;
   let best: { postings: Posting[]; size: number; via: string } | undefined;
   const consider = (byValue: Postings | undefined, values: readonly string[], via: string) => {
     const postings: Posting[] = [];

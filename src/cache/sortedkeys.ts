@@ -32,6 +32,15 @@ export class SortedKeys {
       this.count = 1;
       return true;
     }
+    // After the last key (an index built in key order, Store.buildIndex): appended, filling chunks whole.
+    const last = this.chunks[this.chunks.length - 1];
+    if (key > last[last.length - 1]) {
+      if (last.length < MAX_CHUNK) last.push(key);
+      else this.chunks.push([key]);
+      this.count++;
+      this.version++;
+      return true;
+    }
     const ci = this.chunkFor(key);
     const chunk = this.chunks[ci];
     const i = lowerBound(chunk, key);

@@ -5,7 +5,7 @@
 // merged cache keeps pods and events of all members in them, so both follow one set of rules.
 
 import type { KubeObject } from '../api/meta.js';
-import { newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
+import { buildIndexWith, deferIndex, newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
 import { Arena, type ArenaOptions } from './arena.js';
 import { SortedKeys, lowerBound } from './sortedkeys.js';
 
@@ -330,6 +330,10 @@ function valueEnd(json: string, i: number): number {
   return n;
 }
 
+/** Keys per step of an index build, and how long a slice of steps may run before other work gets a turn. */
+const BUILD_BATCH = 1024;
+const BUILD_SLICE_MS = 10;
+
 export class Store {
   private readonly objects = new Map<string, StoredObject>();
   private readonly keys = new SortedKeys();
@@ -370,6 +374,45 @@ export class Store {
 
   get(key: string): StoredObject | undefined {
     return this.objects.get(key);
+  }
+
+  /**
+   * Stops keeping the selector index until buildIndex (SelectorIndex.state): for a store about to be filled from
+   * empty, whose objects the index then takes in one pass in key order. Lists meanwhile select without it.
+   */
+  deferIndex(): void {
+    if (this.index) deferIndex(this.index);
+  }
+
+  /**
+   * Builds a deferred index from the current objects in key order, in slices of about sliceMs with other work in
+   * between (changes meanwhile reach what is built so far); resolves once the index is kept and offered
+   * again, or once it was deferred anew.
+   */
+  async buildIndex(sliceMs = BUILD_SLICE_MS): Promise<void> {
+    const idx = this.index;
+    if (!idx || idx.state !== 'deferred') return;
+    const generation = idx.generation;
+    idx.state = 'building';
+    const batch: string[] = new Array(BUILD_BATCH);
+    let from = '';
+    let after = false;
+    for (;;) {
+      const started = performance.now();
+      let n: number;
+      do {
+        n = this.keys.fill(from, after, batch, BUILD_BATCH);
+        for (let i = 0; i < n; i++) buildIndexWith(idx, this.objects.get(batch[i]!)!);
+        if (n > 0) {
+          from = batch[n - 1]!;
+          after = true;
+        }
+      } while (n === BUILD_BATCH && performance.now() - started < sliceMs);
+      if (n < BUILD_BATCH) break;
+      await new Promise((resolve) => setImmediate(resolve));
+      if (idx.generation !== generation) return;
+    }
+    idx.state = 'built';
   }
 
   /**

@@ -209,6 +209,34 @@ describe('MergedCache lists page by page', () => {
   });
 });
 
+describe('the pods index while members make their first lists', () => {
+  it('waits while lists fill an empty cache, is built once none is under way, and is kept on every change after', () => {
+    const cache = newCache();
+    const a = cache.sink('a', 'pods').startList();
+    const b = cache.sink('b', 'pods').startList();
+    a.add([pod('ns', 'x', '1'), pod('ns', 'y', '2')]);
+    b.add([pod('ns', 'x', '1')]);
+    expect(cache.pods.index!.state).toBe('deferred');
+    a.end('2');
+    // b is still listing.
+    expect(cache.pods.index!.state).toBe('deferred');
+    cache.sink('a', 'pods').apply('MODIFIED', pod('ns', 'y', '3', { spec: { nodeName: 'node-2' } }));
+    b.abort();
+    // A few keys are built at once; a million take slices (Store.buildIndex).
+    expect(cache.pods.index!.state).toBe('built');
+    const nodes = cache.pods.index!.fields.get('spec.nodeName')!;
+    const keysOf = (p: unknown) => (typeof p === 'string' ? [p] : [...(p as { from(): Iterable<string> }).from()]).map((k) => k.replace('\u0000', '@'));
+    expect(keysOf(nodes.get('node-1'))).toEqual(['ns/x@a', 'ns/x@b']);
+    expect(keysOf(nodes.get('node-2'))).toEqual(['ns/y@a']);
+    // A cache that holds pods keeps its index while a member lists again or another one joins.
+    const c = cache.sink('c', 'pods').startList();
+    c.add([pod('ns', 'z', '1')]);
+    expect(cache.pods.index!.state).toBe('built');
+    expect(keysOf(cache.pods.index!.labels.get('app')!.get('z'))).toEqual(['ns/z@c']);
+    c.end('1');
+  });
+});
+
 describe('removing a big member', () => {
   it('goes in batches that let the event loop run, and spares what the member brings back meanwhile', async () => {
     const cache = newCache();

@@ -334,3 +334,84 @@ describe('indexed lists against the scan, random stores and selectors', () => {
     expect(pages).toBeGreaterThan(2000);
   });
 });
+
+/** Every posting as plain keys: field or label, value -> keys in order. */
+function postingsOf(store: Store): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  const idx = store.index!;
+  const add = (what: string, byValue: Map<string, string | { from(from?: string): IterableIterator<string> }>) => {
+    for (const [value, p] of byValue) out[`${what}=${value}`] = typeof p === 'string' ? [p] : [...p.from('')];
+  };
+  for (const [field, byValue] of idx.fields) add(`field ${field}`, byValue);
+  for (const [label, byValue] of idx.labels) add(`label ${label}`, byValue);
+  return out;
+}
+
+describe('an index deferred while a store fills, then built in key order', () => {
+  it('offers nothing while deferred (lists scan, with the same answers), then the index kept on every change', async () => {
+    const r = rng(7);
+    const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
+    const deferred = podStore();
+    const kept = podStore();
+    deferred.deferIndex();
+    const live: string[] = [];
+    const mutate = () => {
+      const x = r();
+      if (x < 0.15 && live.length > 0) {
+        const k = live.splice(Math.floor(r() * live.length), 1)[0]!;
+        for (const s of [deferred, kept]) s.remove(k);
+        return;
+      }
+      const p: PodSpec =
+        x < 0.4 && live.length > 0
+          ? // An existing pod, relabelled or moved.
+            (() => {
+              const [ns, rest] = pick(live).split('/') as [string, string];
+              const [name, cluster] = rest.split('\u0000') as [string, string];
+              return { ns, name, cluster, node: pick(['n1', 'n2', undefined]), labels: { app: pick(['x', 'y']) } };
+            })()
+          : { ns: pick(['a', 'b', 'c', 'd']), name: `p${Math.floor(r() * 4000)}`, cluster: pick(['c1', 'c2', 'c3']), node: pick(['n1', 'n2', 'n3', undefined]), labels: { app: pick(['x', 'y', 'z']), ...(r() < 0.5 ? { uid: `u${Math.floor(r() * 1e6)}` } : {}) } };
+      const k = key(p.ns, p.name, p.cluster);
+      if (!deferred.get(k)) live.push(k);
+      for (const s of [deferred, kept]) s.put(pod(p));
+    };
+    for (let i = 0; i < 9000; i++) mutate();
+    expect(deferred.size).toBeGreaterThan(3 * 1024);
+    expect(postingsOf(deferred)).toEqual({});
+    expect(candidates(deferred, 'labelSelector=app%3Dx')).toBeUndefined();
+    const byScan = await list(deferred, 'labelSelector=app%3Dx&limit=50', 'b');
+    const byIndex = await list(kept, 'labelSelector=app%3Dx&limit=50', 'b');
+    expect([byScan.keys, byScan.continueToken]).toEqual([byIndex.keys, byIndex.continueToken]);
+
+    // Built in slices of one batch, with changes between them: before and after the keys built so far.
+    let slices = 0;
+    let built = false;
+    const building = deferred.buildIndex(0).then(() => (built = true));
+    expect(deferred.index!.state).toBe('building');
+    while (!built) {
+      slices++;
+      for (let i = 0; i < 40; i++) mutate();
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+    await building;
+    expect(slices).toBeGreaterThan(2);
+    expect(deferred.index!.state).toBe('built');
+    expect(postingsOf(deferred)).toEqual(postingsOf(kept));
+    for (let i = 0; i < 500; i++) mutate();
+    expect(postingsOf(deferred)).toEqual(postingsOf(kept));
+    expect(candidates(deferred, 'labelSelector=app%3Dx')).toEqual(candidates(kept, 'labelSelector=app%3Dx'));
+  });
+
+  it('stops a build that a new deferral overtook', async () => {
+    const s = podStore();
+    for (let i = 0; i < 5000; i++) s.put(pod({ ns: 'a', name: `p${i}`, cluster: 'c1', node: 'n1', labels: { app: 'x' } }));
+    s.deferIndex();
+    const first = s.buildIndex(0);
+    s.deferIndex();
+    await first;
+    expect(s.index!.state).toBe('deferred');
+    expect(postingsOf(s)).toEqual({});
+    await s.buildIndex();
+    expect(candidates(s, 'labelSelector=app%3Dx')?.size).toBe(5000);
+  });
+});

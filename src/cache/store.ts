@@ -433,12 +433,13 @@ export class Store {
    * the bytes as they are.
    */
   putEncoded(obj: EncodedObject, rv: number): StoredObject {
-    return this.commit(this.sealed(obj.key, obj.namespace, obj.name, rv, obj.json, obj.labels, obj.fields));
+    // One lookup for both: at a million objects each lookup is a cache miss or two.
+    const prev = this.objects.get(obj.key);
+    return this.commit(this.sealed(prev?.key ?? obj.key, obj.namespace, obj.name, rv, obj.json, obj.labels, obj.fields), prev);
   }
 
-  /** A sealed object becomes the new state of its key (ADDED or MODIFIED). */
-  private commit(stored: StoredObject): StoredObject {
-    const prev = this.objects.get(stored.key);
+  /** A sealed object becomes the new state of its key (ADDED or MODIFIED); prev: the current one, when looked up. */
+  private commit(stored: StoredObject, prev = this.objects.get(stored.key)): StoredObject {
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
     else this.arena.free(prev.json);
@@ -480,7 +481,8 @@ export class Store {
     const namespace = meta.namespace ?? '';
     const name = meta.name ?? '';
     const key = this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name;
-    return this.sealed(key, namespace, name, rv, json, meta.labels ?? EMPTY, this.fieldsOf(obj));
+    // The string the store already holds for this key, if any: every version and index then shares one.
+    return this.sealed(this.objects.get(key)?.key ?? key, namespace, name, rv, json, meta.labels ?? EMPTY, this.fieldsOf(obj));
   }
 
   /**
@@ -503,11 +505,10 @@ export class Store {
     setImmediate(step);
   }
 
-  /** Every StoredObject is made here, so all share one shape. */
+  /** Every StoredObject is made here, so all share one shape. key: the store's own string for it, if it has one. */
   private sealed(key: string, namespace: string, name: string, rv: number, json: Buffer, labels: Readonly<Record<string, string>>, fields: Readonly<Record<string, string>>): StoredObject {
     return {
-      // The string the store already holds for this key, if any: every version and index then shares one.
-      key: this.objects.get(key)?.key ?? key,
+      key,
       namespace,
       name,
       rv,

@@ -35,6 +35,8 @@ export interface ScaleFleet {
   startedMs: number;
   /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
   coldSyncCpuMs: number;
+  /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
+  indexBuiltMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
   firstMember: ClusterEndpoint;
   /** Sends a command to the sim child (churn, ceiling...). */
@@ -153,6 +155,7 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
       coldSyncMs: g.coldSyncMs,
       startedMs: g.startedMs,
       coldSyncCpuMs: g.coldSyncCpuMs,
+      indexBuiltMs: g.indexBuiltMs,
       firstMember: s.firstMember,
       sim: (cmd) => sim.call(cmd),
       gw: (cmd) => gwChild.call(cmd),
@@ -409,6 +412,10 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const coldSyncMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const coldSyncCpuMs = (cpu.user + cpu.system) / 1000;
+  // The pods' selector index is built in one pass once the first lists are done (Store.buildIndex), after ready.
+  const index = gw.running.gateway.members!.cache.pods.index!;
+  while (index.state !== 'built') await new Promise((r) => setTimeout(r, 20));
+  const indexBuiltMs = performance.now() - t0;
   const endpoint = await gw.endpointFor('bench-admin', ['system:masters']);
   // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: scenarios that support it sample the gateway's JS heap allocations over
   // their measured window, garbage included (what makes young-generation collections), into <dir>/*.heapprofile
@@ -454,7 +461,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     },
     () => gw.close(),
   );
-  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, coldSyncCpuMs, endpoint } })}\n`);
+  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, coldSyncCpuMs, indexBuiltMs, endpoint } })}\n`);
 }
 
 if (process.argv[1] === self) {

@@ -127,12 +127,16 @@ export class MergedCache {
         end: (listRV) => {
           const named = seen;
           seen = undefined;
-          if (state.removed || !named) return listDone();
-          for (const key of memberRVs.keys()) {
-            if (!named.has(key)) this.removeKey(resource, memberRVs, key);
+          try {
+            if (state.removed || !named) return;
+            for (const key of memberRVs.keys()) {
+              if (!named.has(key)) this.removeKey(resource, memberRVs, key);
+            }
+            state.lastSeen[resource] = listRV;
+          } finally {
+            // Also when the end failed: the reflector neither ends nor abandons a list twice.
+            listDone();
           }
-          state.lastSeen[resource] = listRV;
-          listDone();
         },
         abort: () => {
           seen = undefined;

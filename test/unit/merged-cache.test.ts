@@ -235,6 +235,24 @@ describe('the pods index while members make their first lists', () => {
     expect(keysOf(cache.pods.index!.labels.get('app')!.get('z'))).toEqual(['ns/z@c']);
     c.end('1');
   });
+
+  it('is built even when the last list under way failed as it ended', () => {
+    const cache = newCache();
+    const a = cache.sink('a', 'pods').startList();
+    const b = cache.sink('b', 'pods').startList();
+    a.add([pod('ns', 'x', '1')]);
+    a.end('1');
+    // y reaches b's sink outside its list, which then ends without it: the end deletes y, and a listener fails on that.
+    cache.sink('b', 'pods').apply('ADDED', pod('ns', 'y', '2'));
+    b.add([pod('ns', 'z', '3')]);
+    const stop = cache.pods.subscribe((ev) => {
+      if (ev.type === 'DELETED') throw new Error('a listener failed');
+    });
+    expect(cache.pods.index!.state).toBe('deferred');
+    expect(() => b.end('3')).toThrow('a listener failed');
+    stop();
+    expect(cache.pods.index!.state).toBe('built');
+  });
 });
 
 describe('removing a big member', () => {

@@ -141,9 +141,8 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
   const sim = await startSimChild({ names, podsPerMember: o.podsPerMember, heapMB, log: o.log });
   let gw: Child | undefined;
   try {
-    const s = sim;
-    o.log(`scale: sim ready (${s.seedMs} ms to generate); starting the gateway`);
-    gw = spawnChild('gateway', { controlPlaneKubeconfig: s.controlPlaneKubeconfig, members: s.members }, heapMB, o.log);
+    o.log(`scale: sim ready (${sim.seedMs} ms to generate); starting the gateway`);
+    gw = spawnChild('gateway', { controlPlaneKubeconfig: sim.controlPlaneKubeconfig, members: sim.members }, heapMB, o.log);
     const g = await gw.first;
     o.log(`scale: gateway synced in ${g.coldSyncMs} ms`);
     const gwChild = gw;
@@ -156,7 +155,7 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
       startedMs: g.startedMs,
       coldSyncCpuMs: g.coldSyncCpuMs,
       indexBuiltMs: g.indexBuiltMs,
-      firstMember: s.firstMember,
+      firstMember: sim.firstMember,
       sim: (cmd) => sim.call(cmd),
       gw: (cmd) => gwChild.call(cmd),
       gatewayPid: gwChild.proc.pid!,

@@ -22,8 +22,8 @@ export interface CachedGateway {
 
 /**
  * A sim control plane, sim members with generated pods and a gateway caching the members (static list).
- * membersInChild: the sims run in a child process, so that their objects are not in the heap of the gateway
- * hosted here (its young-generation collections take longer the more old-generation pages there are to walk).
+ * membersInChild: the sims run in a child process, as real members would, so that their objects and work are not
+ * in the process and heap of the gateway hosted here (scenario 8 keeps them here: it issues member credentials).
  */
 export async function startCachedGateway(o: { members: string[]; podsPerCluster: number; membersInChild?: boolean; log: (m: string) => void }): Promise<CachedGateway> {
   o.log(`starting a sim fleet${o.membersInChild ? ' in a child process' : ''}: ${o.members.length} member(s) x ${o.podsPerCluster} pods`);

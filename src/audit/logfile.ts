@@ -44,8 +44,7 @@ export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; met
   let fh: FileHandle | undefined;
   let size = 0;
   let needNewline = false; // a failed write may have left half a line behind
-  let pending: string[] = [];
-  let pendingBytes = 0;
+  const lines = newLineBuffers(o.flushBytes);
   let waiters: Waiter[] = [];
   let running: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -89,17 +88,18 @@ export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; met
     for (const n of backups.slice(0, Math.max(0, backups.length - o.maxBackups))) await rm(join(dir, n), { force: true });
   }
 
-  async function writeBatch(lines: string[], durable: boolean): Promise<void> {
+  async function writeBatch(body: Buffer, durable: boolean): Promise<void> {
     try {
       if (!fh) await openFile();
-      const body = lines.join('\n') + '\n';
-      const bodyBytes = Buffer.byteLength(body);
-      if (o.maxSizeBytes > 0 && size > 0 && size + bodyBytes > o.maxSizeBytes) await rotate();
-      const data = needNewline ? '\n' + body : body;
+      if (o.maxSizeBytes > 0 && size > 0 && size + body.length > o.maxSizeBytes) await rotate();
+      if (needNewline) {
+        await fh!.writeFile(NEWLINE);
+        size += 1;
+      }
       needNewline = true; // until the write is known to be complete
-      await fh!.writeFile(data);
+      await fh!.writeFile(body);
       needNewline = false;
-      size += bodyBytes + (data.length - body.length);
+      size += body.length;
       if (durable) await fh!.datasync();
     } catch (e) {
       // Drop the handle: the next write reopens the file, which may have become writable again.
@@ -112,31 +112,31 @@ export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; met
 
   async function run(): Promise<void> {
     try {
-      while (pending.length > 0 && (waiters.length > 0 || pendingBytes >= o.flushBytes || closing || timerFired)) {
+      while (lines.count > 0 && (waiters.length > 0 || lines.bytes >= o.flushBytes || closing || timerFired)) {
         timerFired = false;
-        const lines = pending;
+        const batch = lines.take();
         const ws = waiters;
-        pending = [];
-        pendingBytes = 0;
         waiters = [];
         try {
-          await writeBatch(lines, ws.length > 0);
+          await writeBatch(batch.bytes, ws.length > 0);
           for (const w of ws) w.resolve();
         } catch (e) {
-          errors.inc(lines.length);
-          report(e, lines.length);
+          errors.inc(batch.count);
+          report(e, batch.count);
           for (const w of ws) w.reject(e);
+        } finally {
+          lines.release(batch.buffer);
         }
       }
     } finally {
       running = undefined;
-      if (pending.length > 0) schedule();
+      if (lines.count > 0) schedule();
     }
   }
 
   function schedule(): void {
     if (running) return; // the running loop takes what is queued
-    if (waiters.length > 0 || pendingBytes >= o.flushBytes || closing) {
+    if (waiters.length > 0 || lines.bytes >= o.flushBytes || closing) {
       if (timer) clearTimeout(timer);
       timer = undefined;
       running = run();
@@ -151,7 +151,7 @@ export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; met
   }
 
   async function flush(): Promise<void> {
-    while (running || pending.length > 0) {
+    while (running || lines.count > 0) {
       if (!running) {
         timerFired = true;
         if (timer) clearTimeout(timer);
@@ -171,8 +171,7 @@ export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; met
         report(new Error('the audit log is closed'), 1);
         return durable ? Promise.reject(new Error('the audit log is closed')) : undefined;
       }
-      pending.push(line);
-      pendingBytes += line.length + 1;
+      lines.append(line);
       let p: Promise<void> | undefined;
       if (durable) p = new Promise<void>((resolve, reject) => waiters.push({ resolve, reject }));
       schedule();
@@ -187,6 +186,63 @@ export function newLogFileBackend(opts: LogFileOptions, deps: { log: Logger; met
       const h = fh;
       fh = undefined;
       await h?.close().catch(() => {});
+    },
+  };
+}
+
+const NEWLINE = Buffer.from('\n');
+
+interface LineBatch {
+  /** The lines, each ending in a newline. */
+  bytes: Buffer;
+  count: number;
+  /** What bytes is a view of: hand it back with release() once written. */
+  buffer: Buffer;
+}
+
+/**
+ * Lines encoded into a buffer as they are queued, and two such buffers taking turns: one fills while the other is
+ * being written. A batch is hundreds of KB; joining its lines into one string, measuring it and encoding it again
+ * cost three fresh allocations of that size per batch (V8 puts them among large objects, and on some machines
+ * every page of fresh memory costs a fault), where reused buffers cost none once warm.
+ */
+function newLineBuffers(flushBytes: number): { readonly count: number; readonly bytes: number; append(line: string): void; take(): LineBatch; release(buffer: Buffer): void } {
+  // A buffer that grew past this for a burst is let go after its batch rather than kept for the next.
+  const keepAtMost = Math.max(4 * flushBytes, 1 << 20);
+  const initial = Math.min(Math.max(2 * flushBytes, 64 * 1024), keepAtMost);
+  let buf: Buffer = Buffer.allocUnsafeSlow(initial);
+  let spare: Buffer | undefined;
+  let used = 0;
+  let count = 0;
+  return {
+    get count() {
+      return count;
+    },
+    get bytes() {
+      return used;
+    },
+    append(line) {
+      // A UTF-16 code unit takes at most 3 bytes in UTF-8 (a surrogate pair, 2 units, takes 4).
+      const most = line.length * 3 + 1;
+      if (used + most > buf.length) {
+        const bigger = Buffer.allocUnsafeSlow(Math.max(2 * buf.length, used + most));
+        buf.copy(bigger, 0, 0, used);
+        buf = bigger;
+      }
+      used += buf.write(line, used, 'utf8');
+      buf[used++] = 0x0a;
+      count++;
+    },
+    take() {
+      const batch = { bytes: buf.subarray(0, used), count, buffer: buf };
+      buf = spare ?? Buffer.allocUnsafeSlow(initial);
+      spare = undefined;
+      used = 0;
+      count = 0;
+      return batch;
+    },
+    release(buffer) {
+      if (buffer.length <= keepAtMost && (spare === undefined || spare.length < buffer.length)) spare = buffer;
     },
   };
 }

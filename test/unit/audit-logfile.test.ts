@@ -104,6 +104,30 @@ describe('audit log file', () => {
     await expect(b.write(line(5), true)).rejects.toThrow('closed');
   });
 
+  it('lines of any size and script arrive whole and in order while one batch fills and another is written', async () => {
+    const path = join(dir, 'audit.log');
+    // flushBytes 1 KiB: the batch buffers start at 64 KiB, so the long lines below make them grow.
+    const b = newLogFileBackend({ path, maxSizeBytes: 0, maxBackups: 0, flushIntervalMs: 5, flushBytes: 1024 }, { log, metrics });
+    const texts = ['plain', 'Grüße, ünïcödé', '日本語のユーザー', 'emoji 🚀 and a lone surrogate \ud800 escaped', 'y'.repeat(200 * 1024), '€'.repeat(40_000)];
+    const want: string[] = [];
+    const durable: Promise<void>[] = [];
+    for (let i = 0; i < 600; i++) {
+      const l = JSON.stringify({ n: i, user: texts[i % texts.length] });
+      want.push(l);
+      // Every seventh write is durable, so batches are cut and written while later lines are being queued.
+      const p = b.write(l, i % 7 === 0);
+      if (p) durable.push(p);
+      if (i % 50 === 0) await new Promise((r) => setTimeout(r, 1));
+    }
+    await Promise.all(durable);
+    await b.close();
+    const got = (await readFile(path, 'utf8')).split('\n');
+    expect(got.pop()).toBe('');
+    expect(got.length).toBe(want.length);
+    for (let i = 0; i < want.length; i++) if (got[i] !== want[i]) expect.fail(`line ${i} differs: ${got[i]!.slice(0, 80)} vs ${want[i]!.slice(0, 80)}`);
+    expect(await errorCount()).toBe(0);
+  });
+
   it('a file left with half a line gets a newline before the next event', async () => {
     const path = join(dir, 'audit.log');
     await writeFile(path, '{"half":');

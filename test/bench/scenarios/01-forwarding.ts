@@ -18,7 +18,7 @@ import { impersonationHeaders } from '../../../src/upstream/headers.js';
 import { startBareHop, type BareHop } from './barehop.js';
 import { loopbackRoundTrip } from './loopback.js';
 import { issueServingCert } from '../../../src/pki/index.js';
-import { mainThreadCpuNs, round, summarize, type Scenario, type ScenarioResult } from '../lib.js';
+import { mainThreadCpuNs, round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
 
 export interface LoadSpec {
   endpoint: ClusterEndpoint;
@@ -188,7 +188,11 @@ export const run: Scenario = async ({ quick, log }) => {
         const order = i % 2 === 0 ? (['direct', 'gateway', 'impersonated', 'bareH2', 'bareHttps', 'bareFastify'] as const) : (['bareFastify', 'bareHttps', 'bareH2', 'impersonated', 'gateway', 'direct'] as const);
         for (const side of order) {
           if (onlySides && !onlySides.includes(side)) continue;
+          // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: this thread's JS allocations during the gateway side's rounds
+          // (sampled, collected objects included), one file per round: what each forwarded request allocates.
+          const stopSampling = side === 'gateway' && process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? await startHeapSampling() : undefined;
           const r = await loadInWorker({ endpoint: endpoints[side], path, concurrency, durationMs, headers: headersOf(side) as Record<string, string> | undefined });
+          await stopSampling?.(join(process.env.FLEETGATE_BENCH_HEAP_SAMPLING!, `scenario-01-c${concurrency}-round${i + 1}-${r.latenciesMs.length}req.heapprofile`));
           const bad = Object.entries(r.statuses).filter(([k]) => k !== '200');
           if (bad.length) throw new Error(`${side} c=${concurrency}: non-200 answers ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
           lat[side].push(...r.latenciesMs);

@@ -10,6 +10,7 @@ import type { SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
 import { Counter, Gauge, type Registry } from 'prom-client';
 import type { ServerTLSConfig } from '../config/index.js';
+import { SERVER_CIPHER_OPTIONS } from '../pki/ciphers.js';
 import { fileSignature, watchForChanges, type FileWatcher } from '../config/watch.js';
 
 export interface TLSFiles {
@@ -42,7 +43,7 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
     if (!leaf.checkPrivateKey(createPrivateKey(key))) throw new Error(`${tls.keyFile} is not the key of ${tls.certFile}`);
     if (ca) new X509Certificate(ca);
     expiry.set(Date.parse(leaf.validTo) / 1000);
-    return { key, cert, ...(ca ? { ca } : {}), minVersion: tls.minVersion };
+    return { key, cert, ...(ca ? { ca } : {}), minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS };
   };
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCAFile ? [tls.clientCAFile] : [])];
   const signature = async () => (await Promise.all(files.map(fileSignature))).join('|');

@@ -9,6 +9,7 @@ import { createSecureContext, type ConnectionOptions, type SecureContext } from 
 import { KubeConfig } from '@kubernetes/client-node';
 import { buildConnector, Pool, type Dispatcher } from 'undici';
 import { goQuote } from '../api/status.js';
+import { CIPHERS } from '../pki/ciphers.js';
 
 export interface Upstream {
   name: string;
@@ -94,7 +95,7 @@ export function upstreamFromEndpoint(ep: EndpointSpec): Upstream {
   // One TLS context for every connection, built at the first: from ca, cert and key each new connection would parse
   // them again (milliseconds each; a cold sync of 100 members opens hundreds).
   let context: SecureContext | undefined;
-  const secureContext = () => (context ??= createSecureContext({ ca: ep.caPem, cert: ep.certPem, key: ep.keyPem }));
+  const secureContext = () => (context ??= createSecureContext({ ca: ep.caPem, cert: ep.certPem, key: ep.keyPem, ciphers: CIPHERS }));
   let connector: buildConnector.connector | undefined;
   const dispatcher = new Pool(url.origin, {
     connect: (opts, callback) => {

@@ -90,3 +90,33 @@ describe('TLS files reloaded without a restart', () => {
     await until('dave to be accepted', async () => (await call({ ...ep }, 'GET', '/api')).status === 200);
   });
 });
+
+/** The suite and protocol the gateway picks for a client offering `ciphers` (Node's default order when unset). */
+function negotiated(o: { ciphers?: string; maxVersion?: 'TLSv1.2' | 'TLSv1.3' } = {}): Promise<{ suite: string; protocol: string }> {
+  return new Promise((resolve, reject) => {
+    const s = connect({ host: '127.0.0.1', port: gw.running.port, ca: gw.servingCA.certPem, servername: 'localhost', ...o }, () => {
+      const out = { suite: s.getCipher().standardName, protocol: String(s.getProtocol()) };
+      s.end();
+      resolve(out);
+    });
+    s.once('error', reject);
+  });
+}
+
+// After the rotations above: a reloaded context must keep the order too.
+describe('cipher suites as kube-apiserver (Go) picks them', () => {
+  it('AES-128-GCM for a client listing AES-256-GCM first, as Node clients do', async () => {
+    expect(await negotiated()).toEqual({ suite: 'TLS_AES_128_GCM_SHA256', protocol: 'TLSv1.3' });
+  });
+
+  it('ChaCha20-Poly1305 for a client that lists it first (one without AES instructions)', async () => {
+    expect((await negotiated({ ciphers: 'TLS_CHACHA20_POLY1305_SHA256:TLS_AES_256_GCM_SHA384:TLS_AES_128_GCM_SHA256' })).suite).toBe('TLS_CHACHA20_POLY1305_SHA256');
+  });
+
+  it('a client offering only AES-256-GCM still gets it; TLS 1.2 gets ECDHE with AES-128-GCM', async () => {
+    expect((await negotiated({ ciphers: 'TLS_AES_256_GCM_SHA384' })).suite).toBe('TLS_AES_256_GCM_SHA384');
+    const v12 = await negotiated({ maxVersion: 'TLSv1.2' });
+    expect(v12.protocol).toBe('TLSv1.2');
+    expect(v12.suite).toMatch(/^TLS_ECDHE_(RSA|ECDSA)_WITH_AES_128_GCM_SHA256$/);
+  });
+});

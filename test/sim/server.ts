@@ -41,6 +41,7 @@ import { servePodLog } from './podlog.js';
 import { decodeProtobufObject } from './protobuf.js';
 import { rbacAuthorize } from './rbac.js';
 import type { SimResource } from './registry.js';
+import { SERVER_CIPHER_OPTIONS } from '../../src/pki/ciphers.js';
 
 export interface SimServerOptions {
   cluster: SimCluster;
@@ -81,7 +82,8 @@ export async function startSimServer(opts: SimServerOptions): Promise<SimServer>
     address: '',
   };
   const server = createServer(
-    { cert: opts.tls.certPem, key: opts.tls.keyPem, ca: opts.tls.clientCaPem, requestCert: true, rejectUnauthorized: false, keepAlive: true },
+    // The suites in kube-apiserver's (Go's) order, as the gateway's listener has them.
+    { cert: opts.tls.certPem, key: opts.tls.keyPem, ca: opts.tls.clientCaPem, requestCert: true, rejectUnauthorized: false, keepAlive: true, ...SERVER_CIPHER_OPTIONS },
     (req, res) => {
       handle(ctx, req, res).catch((e) => writeStatus(res, toStatus(e)));
     },

@@ -10,6 +10,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fastify from 'fastify';
 import { Pool, type Dispatcher } from 'undici';
+import { CIPHERS, SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 
 export interface BareHop {
   url: string;
@@ -33,10 +34,10 @@ export interface BareHopOptions {
 
 export async function startBareHop(o: BareHopOptions): Promise<BareHop> {
   const up = new URL(o.upstreamUrl);
-  const pool = new Pool(up.origin, { connections: 128, connect: { ca: o.upstreamCaPem } });
+  const pool = new Pool(up.origin, { connections: 128, connect: { ca: o.upstreamCaPem, ciphers: CIPHERS } });
   const fixed: string[] = ['authorization', `Bearer ${o.token}`];
   for (const [k, v] of Object.entries(o.impersonation)) for (const one of Array.isArray(v) ? v : [v]) fixed.push(k, one);
-  const tls = { cert: o.servingCertPem, key: o.servingKeyPem, ca: o.clientCaPem, requestCert: true, rejectUnauthorized: false };
+  const tls = { cert: o.servingCertPem, key: o.servingKeyPem, ca: o.clientCaPem, requestCert: true, rejectUnauthorized: false, ...SERVER_CIPHER_OPTIONS };
   const handle = (req: IncomingMessage, res: ServerResponse) => {
     const headers = fixed.slice();
     const accept = req.headers.accept;

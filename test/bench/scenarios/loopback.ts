@@ -6,6 +6,7 @@ import { fork } from 'node:child_process';
 import { connect as netConnect, createServer as netServer, type Socket } from 'node:net';
 import { connect as tlsConnect, createServer as tlsServer } from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 import { mainThreadCpuNs } from '../lib.js';
 
 export interface RoundTrip {
@@ -71,7 +72,7 @@ if (process.argv[2] === 'echo') {
       s.setNoDelay(true);
       s.on('data', (d) => s.write(d));
     };
-    const srv = m.tls ? tlsServer({ cert: m.tls.certPem, key: m.tls.keyPem }, onConn) : netServer(onConn);
+    const srv = m.tls ? tlsServer({ cert: m.tls.certPem, key: m.tls.keyPem, ...SERVER_CIPHER_OPTIONS }, onConn) : netServer(onConn);
     srv.listen(0, '127.0.0.1', () => process.send!((srv.address() as { port: number }).port));
     process.once('disconnect', () => process.exit(0));
   });

@@ -13,6 +13,7 @@ import { Agent as HttpsAgent, createServer as createHttpsServer, get as httpsGet
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ClusterEndpoint } from '../../support/http.js';
+import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 import { startHeapSampling } from '../lib.js';
 
 export interface ScaleOptions {
@@ -359,7 +360,8 @@ async function simChild(arg: { names: string[]; podsPerMember: number; needles: 
           const body = await readFile(cmd.file);
           const ca = await createCA('bench-ceiling-ca');
           const cert = await issueServingCert(ca, ['127.0.0.1']);
-          const srv = createHttpsServer({ key: cert.keyPem, cert: cert.certPem }, (_req, res) => {
+          // The gateway's suites, so that the ceiling pays for the same encryption.
+          const srv = createHttpsServer({ key: cert.keyPem, cert: cert.certPem, ...SERVER_CIPHER_OPTIONS }, (_req, res) => {
             res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
             // In 64 KiB writes with backpressure, as a streaming server writes: one huge TLS write is slower.
             let off = 0;

@@ -60,10 +60,19 @@ export function round(n: number, digits = 2): number {
  * for a core on this shared machine does not count); NaN elsewhere.
  */
 export function mainThreadCpuNs(): number {
+  return mainThreadSched().runNs;
+}
+
+/**
+ * This process's main thread so far (Linux schedstat), in ns: time on a CPU, and time runnable but waiting for one.
+ * The second is what the other busy threads on a machine's cores cost the thread; NaN elsewhere.
+ */
+export function mainThreadSched(): { runNs: number; waitNs: number } {
   try {
-    return Number(readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ')[0]);
+    const [run, wait] = readFileSync(`/proc/self/task/${process.pid}/schedstat`, 'latin1').split(' ');
+    return { runNs: Number(run), waitNs: Number(wait) };
   } catch {
-    return NaN;
+    return { runNs: NaN, waitNs: NaN };
   }
 }
 

@@ -179,11 +179,14 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     for (const w of watchers) w.endedEarly = w.ended;
     const delivered = lags.length;
     const cpuUs = cpu1.user - cpu0.user + (cpu1.system - cpu0.system);
+    // The gateway's main thread (intake and fan-out): on a core, and runnable but waiting for one.
+    const gwBusy = (cpu1.sched.runNs - cpu0.sched.runNs) / 1e6 / churnMs;
+    const gwWaiting = (cpu1.sched.waitNs - cpu0.sched.waitNs) / 1e6 / churnMs;
     const s = summarize(lags);
     const dropped = watchers.filter((w) => w.endedEarly);
     const perKind = (k: Watcher['kind']) => watchers.filter((w) => w.kind === k).reduce((a, w) => a + w.events, 0);
     const p99Of = (k: Watcher['kind']) => round(summarize(watchers.filter((w) => w.kind === k).flatMap((w) => w.lags)).p99);
-    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)}, watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
+    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)} (main thread on a core ${round(gwBusy, 2)}, waiting for one ${round(gwWaiting, 2)}), watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
     return {
       figures: {
         churn_s: round(churnMs / 1000),
@@ -209,6 +212,8 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         dropped_watchers: dropped.length,
         gateway_cpu_us_per_event: round(cpuUs / delivered, 2),
         gateway_cpu_share: round(cpuUs / 1000 / churnMs, 3),
+        gateway_thread_busy_share: round(gwBusy, 3),
+        gateway_thread_runqueue_share: round(gwWaiting, 3),
         // The watchers' own process (TLS, HTTP and finding the stamps), over the same time.
         client_cpu_share: round((own.user + own.system) / 1000 / churnMs, 3),
         sim_cpu_share: round(simShare, 3),
@@ -253,7 +258,7 @@ export const run: Scenario = async ({ quick, log }) => {
     ];
     for (const [name, r] of phases) {
       const all = r.unfiltered;
-      notes.push(`${name}: every unfiltered watcher saw ${Math.min(...all) === Math.max(...all) ? `the same ${all[0]} events` : `between ${Math.min(...all)} and ${Math.max(...all)} events (they should agree)`}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}`);
+      notes.push(`${name}: every unfiltered watcher saw ${Math.min(...all) === Math.max(...all) ? `the same ${all[0]} events` : `between ${Math.min(...all)} and ${Math.max(...all)} events (they should agree)`}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}; the gateway's main thread (intake and fan-out) was on a core ${round(Number(r.figures.gateway_thread_busy_share) * 100, 0)}% of the churn and runnable but waiting for one ${round(Number(r.figures.gateway_thread_runqueue_share) * 100, 0)}% (schedstat)`);
       if (r.made.ops / (r.made.ms / 1000) < RATE * 0.95) notes.push(`${name}: the sim made only ${round(r.made.ops / (r.made.ms / 1000))} changes/s of the ${RATE} asked: the members' process is CPU-bound on the cores it shares with the gateway`);
     }
     if (!met) {

@@ -9,7 +9,7 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
 import { call, type ClusterEndpoint } from '../../support/http.js';
-import { round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
+import { mainThreadSched, round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
 import { loadInWorker } from './01-forwarding.js';
 import { startSimChild, type SimChild } from './scale.js';
 
@@ -124,6 +124,17 @@ function gatewayTimes(path: string): { stop(): number[] } {
   };
 }
 
+/** Starts timing this process's main thread; the function returned gives its shares of the wall time since. */
+function schedShares(): () => { busy: number; waiting: number } {
+  const t0 = performance.now();
+  const s0 = mainThreadSched();
+  return () => {
+    const ms = performance.now() - t0;
+    const s1 = mainThreadSched();
+    return { busy: (s1.runNs - s0.runNs) / 1e6 / ms, waiting: (s1.waitNs - s0.waitNs) / 1e6 / ms };
+  };
+}
+
 export const run: Scenario = async ({ quick, log }) => {
   const pods = quick ? 5_000 : 50_000;
   const durationMs = quick ? 4_000 : 15_000;
@@ -142,7 +153,10 @@ export const run: Scenario = async ({ quick, log }) => {
 
     log('07: victim alone');
     let timing = gatewayTimes(getPath);
+    // The gateway's thread (this process's main thread) over each phase: on a core, and runnable but waiting for one.
+    let sched = schedShares();
     const alone = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+    const schedAlone = sched();
     const gwAlone = timing.stop();
     log(`07: flood (${flooders} concurrent full LISTs of ${pods} pods) + victim`);
     const floodP = loadInWorker({ endpoint: flooder, path: listPath, concurrency: flooders, durationMs: durationMs + 2_000, warmup: flooders, ...(process.env.FLEETGATE_BENCH_FLOOD_NICE ? { nice: Number(process.env.FLEETGATE_BENCH_FLOOD_NICE) } : {}) });
@@ -155,7 +169,9 @@ export const run: Scenario = async ({ quick, log }) => {
     // collected objects included (a .heapprofile for DevTools).
     const stopSampling = process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? await startHeapSampling() : undefined;
     timing = gatewayTimes(getPath);
+    sched = schedShares();
     const contended = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+    const schedFlood = sched();
     const gwFlood = timing.stop();
     loopDelay.disable();
     if (stopSampling) {
@@ -203,6 +219,10 @@ export const run: Scenario = async ({ quick, log }) => {
       victim_gateway_flood_p50_ms: round(gwF.p50, 3),
       victim_gateway_flood_p99_ms: round(gwF.p99, 3),
       victim_gateway_p99_ratio: round(gwF.p99 / gwA.p99, 2),
+      gateway_thread_busy_share_alone: round(schedAlone.busy, 3),
+      gateway_thread_runqueue_share_alone: round(schedAlone.waiting, 3),
+      gateway_thread_busy_share_flood: round(schedFlood.busy, 3),
+      gateway_thread_runqueue_share_flood: round(schedFlood.waiting, 3),
     };
     if (process.env.FLEETGATE_BENCH_FLOOD_NICE) figures.flood_nice = Number(process.env.FLEETGATE_BENCH_FLOOD_NICE);
     const notes = [
@@ -214,7 +234,9 @@ export const run: Scenario = async ({ quick, log }) => {
     );
     if (ratio > 2) {
       notes.push(
-        `what bounds it now: the time around the gateway's handling, not the handling. Timed inside the gateway (Node's parsed request to its last byte handed to the socket, diagnostics_channel), the victim's GET p99 was ${figures.victim_gateway_alone_p99_ms} ms alone and ${figures.victim_gateway_flood_p99_ms} ms during the flood (${figures.victim_gateway_p99_ratio}×). The rest of the client's ${round(c.p99, 1)} ms is before the gateway reads the request and after it hands over the answer: the gateway thread's other work (a list's turn writes a 256 KiB chunk, ~0.3-0.5 ms with its TLS; young-generation collections of ~2.5-3 ms every ~200 ms while the lists run), and three busy threads on the 2 cores (the gateway's, the flood's reader decrypting ~600 MB/s, the victim's). The gateway thread ran a 1 ms timer ${figures.loop_delay_p99_ms} ms late at p99 and ${figures.loop_delay_max_ms} ms at worst (monitorEventLoopDelay); the victim's p90 was ${figures.victim_flood_p90_ms} ms, its max ${figures.victim_flood_max_ms} ms. This round (2026-11-23 afternoon), perf record of the gateway's process over 10 s of the flood: its young-generation collections (~3.4 ms every ~250 ms, ~13 MB allocated between two, ~0.2-0.3 MB surviving) spend ~1.1 ms in V8's walk over the old generation's pages, ~1.1 ms waiting for the GC helper threads, which the 2 busy cores run late, and ~0.4 ms preparing the semispaces; the copying itself is small. One run each: --max-semi-space-size=4 made them ~2.1 ms every ~60 ms (flood p99 3.5 ms, but the uncontended p99 rose to 1.9 ms, so the ratio of 1.84 says little), --no-parallel-scavenge kept them ~3.1 ms (p99 5.1 ms). Copies out of the cache's slabs (SharedArrayBuffers) go through V8's relaxed_memmove: 8% of the process's samples during the flood, against 3% for plain memmove. Fixed in the round of 2026-11-23 morning: the per-request context was an object literal with its own get/set log, so each request got a hidden class of its own, and V8 allocates those in the old generation; through it the request's whole graph outlived every scavenge until the next full collection (--trace-gc-nvp: 1.6-1.9 MB promoted per scavenge under the victim's GETs alone, pauses 8-9 ms; now ~150 KB and ~2.5 ms; the victim alone went from ~2,200 to ~4,700 GETs/s). Tried in that round, one run each: 64 KiB list chunks (flood p50 0.35 ms, p99 3.8 ms, flood 429 MB/s: the tail stays), the two loads in processes of their own rather than worker threads of the process that hosts the gateway (p99 5.0 ms), the victim's reader at nice -10 and the flood's at nice 19 (p99 3.1 ms, 3.7×), --single-threaded-gc (scavenges longer, 2.8 against 1.7 ms). The round before it: the lists allocate nothing per item, a GET by name no longer takes 256 keys to find one, the flood client's CPU (nice 19) and a larger young generation were ruled out. Next lever: the lists' bytes (copy and TLS) off the thread that reads other users' requests, i.e. serving from several threads or processes`,
+        `what bounds it now: the time around the gateway's handling, not the handling. Timed inside the gateway (Node's parsed request to its last byte handed to the socket, diagnostics_channel), the victim's GET p99 was ${figures.victim_gateway_alone_p99_ms} ms alone and ${figures.victim_gateway_flood_p99_ms} ms during the flood (${figures.victim_gateway_p99_ratio}×). The rest of the client's ${round(c.p99, 1)} ms is before the gateway reads the request and after it hands over the answer: the gateway thread's other work (a list's turn writes a 256 KiB chunk, ~0.3-0.5 ms with its TLS; young-generation collections, below), and the busy threads on the 2 cores (the gateway's, the flood's reader decrypting ~${round(Number(figures.flood_MB_per_s), -1)} MB/s, the victim's, V8's GC helpers). The gateway's thread was on a core ${round(schedFlood.busy * 100, 0)}% of the flood phase and runnable but waiting for one ${round(schedFlood.waiting * 100, 0)}% (alone: ${round(schedAlone.busy * 100, 0)}% and ${round(schedAlone.waiting * 100, 0)}%; Linux schedstat). It ran a 1 ms timer ${figures.loop_delay_p99_ms} ms late at p99 and ${figures.loop_delay_max_ms} ms at worst (monitorEventLoopDelay); the victim's p90 was ${figures.victim_flood_p90_ms} ms, its max ${figures.victim_flood_max_ms} ms`,
+        "young-generation collections during the flood (perf record of the gateway's process over 10 s of it, 2026-11-23 afternoon): ~3.4 ms every ~250 ms, ~13 MB allocated between two, ~0.2-0.3 MB surviving. Each spends ~1.1 ms in V8's walk over the old generation's pages, ~1.1 ms waiting for the GC helper threads (which the 2 busy cores run late) and ~0.4 ms preparing the semispaces; the copying itself is small. One run each: --max-semi-space-size=4 made them ~2.1 ms every ~60 ms (flood p99 3.5 ms, but the uncontended p99 rose to 1.9 ms, so the ratio of 1.84 says little), --no-parallel-scavenge kept them ~3.1 ms (p99 5.1 ms). Copies out of the cache's slabs (SharedArrayBuffers) go through V8's relaxed_memmove: 8% of the process's samples during the flood, against 3% for plain memmove",
+        'earlier rounds. 2026-11-23 morning: the per-request context was an object literal with its own get/set log, so each request got a hidden class of its own, which V8 allocates in the old generation; through it the request\'s whole graph outlived every scavenge until the next full collection (--trace-gc-nvp: 1.6-1.9 MB promoted per scavenge under the victim\'s GETs alone, pauses 8-9 ms; after the fix ~150 KB and ~2.5 ms; the victim alone went from ~2,200 to ~4,700 GETs/s). Tried then, one run each: 64 KiB list chunks (flood p50 0.35 ms, p99 3.8 ms, flood 429 MB/s: the tail stays), the two loads in processes of their own rather than worker threads of the process that hosts the gateway (p99 5.0 ms), the victim\'s reader at nice -10 and the flood\'s at nice 19 (p99 3.1 ms, 3.7×), --single-threaded-gc (scavenges longer, 2.8 against 1.7 ms). The round before: the lists allocate nothing per item, a GET by name no longer takes 256 keys to find one, the flood client\'s CPU (nice 19) and a larger young generation were ruled out. Next lever: the lists\' bytes (copy and TLS) off the thread that reads other users\' requests, i.e. serving from several threads or processes',
       );
     }
     if (flood.statuses['429']) notes.push(`flow control rejected ${flood.statuses['429']} of the flooder's LISTs with 429`);

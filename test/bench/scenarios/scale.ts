@@ -14,7 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import type { ClusterEndpoint } from '../../support/http.js';
 import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
-import { startHeapSampling } from '../lib.js';
+import { mainThreadSched, startHeapSampling } from '../lib.js';
 
 export interface ScaleOptions {
   members: number;
@@ -455,7 +455,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   serveCommands(
     async (cmd) => {
       if (cmd.op === 'rss') return memory();
-      if (cmd.op === 'cpu') return process.cpuUsage();
+      if (cmd.op === 'cpu') return { ...process.cpuUsage(), sched: mainThreadSched() };
       if (cmd.op === 'stampLag') return stampLag(cmd.start === true);
       if (cmd.op === 'heapSampling') return heapSampling(cmd.file);
       throw new Error(`unknown op ${cmd.op}`);

@@ -209,7 +209,7 @@ interface LineBatch {
 function newLineBuffers(flushBytes: number): { readonly count: number; readonly bytes: number; append(line: string): void; take(): LineBatch; release(buffer: Buffer): void } {
   // A buffer that grew past this for a burst is let go after its batch rather than kept for the next.
   const keepAtMost = Math.max(4 * flushBytes, 1 << 20);
-  const initial = Math.min(Math.max(2 * flushBytes, 64 * 1024), keepAtMost);
+  const initial = Math.max(2 * flushBytes, 64 * 1024);
   let buf: Buffer = Buffer.allocUnsafeSlow(initial);
   let spare: Buffer | undefined;
   let used = 0;

@@ -2,7 +2,8 @@
 // the line to every backend; a durable emit settles when every gating backend has stored it.
 
 import type { Logger } from 'pino';
-import type { Counter, Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import type { CounterChild } from '../metrics/vec.js';
 import type { Upstream } from '../upstream/client.js';
 import type { Backend } from './backend.js';
 import { eventJSON } from './event.js';
@@ -36,7 +37,7 @@ export interface Auditor {
   maxRequestBodyBytes: number;
   maxResponseObjectBytes: number;
   /** apiserver_audit_level_total, one child per level (no label object per request). */
-  levelCounter: Record<Level, Counter.Internal>;
+  levelCounter: Record<Level, CounterChild>;
   backends: readonly Backend[];
   /**
    * Writes the event as it is now. durable: the promise resolves once every gating backend has stored it and
@@ -60,7 +61,8 @@ export function newAuditor(o: AuditOptions, deps: { log: Logger; registry: Regis
     const mode = o.webhook.mode ?? (o.log ? 'batch' : 'blocking');
     backends.push(newWebhookBackend({ ...o.webhook, mode }, { log, metrics, upstream: deps.webhookUpstream }));
   }
-  const levelCounter = Object.fromEntries(LEVELS.map((l) => [l, metrics.levels.labels(l)])) as Auditor['levelCounter'];
+  const levelCounter = {} as Auditor['levelCounter'];
+  for (const l of LEVELS) levelCounter[l] = metrics.levels.labels(l);
   let closing: Promise<void> | undefined;
   return {
     policy: o.policy,

@@ -9,7 +9,8 @@
 import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { CounterVec, GaugeVec } from '../metrics/vec.js';
 import { fileSignature, watchForChanges, type FileWatcher } from '../config/watch.js';
 import { issuerDerOf, normalizeSerial, readRevocationLists, type RevocationList } from '../pki/crl.js';
 
@@ -116,18 +117,18 @@ export async function newRevocationChecker(o: RevocationOptions): Promise<Revoca
 
 function revocationMetrics(registry: Registry) {
   return {
-    revoked: new Gauge({
+    revoked: new GaugeVec({
       name: 'fleetgate_client_certificate_revocations',
       help: 'Client certificates the revocation list in force refuses.',
       registers: [registry],
     }),
-    reloads: new Counter({
+    reloads: new CounterVec({
       name: 'fleetgate_client_certificate_revocation_list_reloads_total',
       help: 'Reloads of the client certificate revocation list after the file changed, by result (a failure keeps the previous list).',
       labelNames: ['result'],
       registers: [registry],
     }),
-    nextUpdate: new Gauge({
+    nextUpdate: new GaugeVec({
       name: 'fleetgate_client_certificate_revocation_list_next_update_seconds',
       help: 'Unix time of the earliest nextUpdate of the revocation lists in force: sign a new list before then.',
       registers: [registry],

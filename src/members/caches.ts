@@ -3,7 +3,8 @@
 // into the difference), one that goes away leaves the cache (open watches see DELETED for its objects). Sync
 // progress goes to the log, to /readyz and to the per-member metrics.
 
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { CounterVec, GaugeVec } from '../metrics/vec.js';
 import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
 import { slabsAwaitingCollectionBytes } from '../cache/arena.js';
@@ -184,46 +185,46 @@ function memberMetrics(registry: Registry) {
     set collect(f: () => void) {
       refresh = f;
     },
-    objects: new Gauge({
+    objects: new GaugeVec({
       name: 'fleetgate_member_cached_objects',
       help: 'Objects cached from each member cluster.',
       labelNames: ['cluster', 'resource'],
       registers: [registry],
       collect: (): void => refresh(),
     }),
-    synced: new Gauge({ name: 'fleetgate_member_cache_synced', help: '1 while every resource of the member cluster is listed and watched.', labelNames: ['cluster'], registers: [registry] }),
-    stale: new Gauge({
+    synced: new GaugeVec({ name: 'fleetgate_member_cache_synced', help: '1 while every resource of the member cluster is listed and watched.', labelNames: ['cluster'], registers: [registry] }),
+    stale: new GaugeVec({
       name: 'fleetgate_member_cache_stale',
       help: '1 while the member cluster cannot be watched: its cached objects are served as they were last seen, with a Warning.',
       labelNames: ['cluster'],
       registers: [registry],
     }),
-    lastSync: new Gauge({ name: 'fleetgate_member_last_sync_timestamp_seconds', help: 'When the member cluster last delivered a complete list.', labelNames: ['cluster'], registers: [registry] }),
+    lastSync: new GaugeVec({ name: 'fleetgate_member_last_sync_timestamp_seconds', help: 'When the member cluster last delivered a complete list.', labelNames: ['cluster'], registers: [registry] }),
     seen: new WeakMap<Reflector, { events: number; watchRestarts: number; relists: number }>(),
-    events: new Counter({ name: 'fleetgate_member_watch_events_total', help: 'Watch events received from the member cluster.', labelNames: ['cluster', 'resource'], registers: [registry] }),
-    watchRestarts: new Counter({ name: 'fleetgate_member_watch_restarts_total', help: 'Watches of the member cluster restarted.', labelNames: ['cluster', 'resource'], registers: [registry] }),
-    relists: new Counter({ name: 'fleetgate_member_relists_total', help: 'Relists of the member cluster (after 410 or errors).', labelNames: ['cluster', 'resource'], registers: [registry] }),
-    intakeCrashes: new Counter({
+    events: new CounterVec({ name: 'fleetgate_member_watch_events_total', help: 'Watch events received from the member cluster.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    watchRestarts: new CounterVec({ name: 'fleetgate_member_watch_restarts_total', help: 'Watches of the member cluster restarted.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    relists: new CounterVec({ name: 'fleetgate_member_relists_total', help: 'Relists of the member cluster (after 410 or errors).', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    intakeCrashes: new CounterVec({
       name: 'fleetgate_member_intake_worker_crashes_total',
       help: 'Intake workers (cache.intakeWorkers) that died; the lists they were parsing are listed again.',
       registers: [registry],
     }),
-    lag: new Gauge({ name: 'fleetgate_member_seconds_since_last_event', help: 'Seconds since the member cluster last sent a watch event or bookmark.', labelNames: ['cluster', 'resource'], registers: [registry] }),
+    lag: new GaugeVec({ name: 'fleetgate_member_seconds_since_last_event', help: 'Seconds since the member cluster last sent a watch event or bookmark.', labelNames: ['cluster', 'resource'], registers: [registry] }),
     // Where the cache's memory goes (docs/operations.md, Memory): cached objects' JSON lives in slabs outside the
     // JS heap, so heap metrics do not show it.
-    slabBytes: new Gauge({
+    slabBytes: new GaugeVec({
       name: 'fleetgate_cache_slab_bytes',
       help: "Bytes of the slabs that hold cached objects' JSON, by resource (group-qualified, as kube's GroupResource).",
       labelNames: ['resource'],
       registers: [registry],
     }),
-    liveBytes: new Gauge({
+    liveBytes: new GaugeVec({
       name: 'fleetgate_cache_live_bytes',
       help: "Bytes of the current cached objects' JSON in those slabs; the rest is freed space not yet compacted.",
       labelNames: ['resource'],
       registers: [registry],
     }),
-    awaitingCollection: new Gauge({
+    awaitingCollection: new GaugeVec({
       name: 'fleetgate_cache_slabs_awaiting_collection_bytes',
       help: 'Bytes of slabs the cache has let go that the JavaScript engine has not collected yet.',
       registers: [registry],

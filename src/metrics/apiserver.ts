@@ -1,8 +1,9 @@
 // The request metrics a kube-apiserver exports, with its names, labels and buckets, so dashboards and alerts
 // written for kube-apiserver work on fleetgate unchanged (k8s.io/apiserver pkg/endpoints/metrics).
 
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { RequestInfo } from '../request/requestinfo.js';
+import { CounterVec, GaugeVec, HistogramVec } from './vec.js';
 
 const COMPONENT = 'apiserver';
 const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
@@ -10,36 +11,36 @@ const REQUEST_LABELS = ['verb', 'dry_run', 'group', 'version', 'resource', 'subr
 
 export interface ApiserverMetrics {
   registry: Registry;
-  requestTotal: Counter<(typeof REQUEST_LABELS)[number] | 'code'>;
-  requestDuration: Histogram<(typeof REQUEST_LABELS)[number]>;
-  inflight: Gauge<'request_kind'>;
-  longRunning: Gauge<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
+  requestTotal: CounterVec<(typeof REQUEST_LABELS)[number] | 'code'>;
+  requestDuration: HistogramVec<(typeof REQUEST_LABELS)[number]>;
+  inflight: GaugeVec<'request_kind'>;
+  longRunning: GaugeVec<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
 }
 
 export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics {
   collectDefaultMetrics({ register: registry });
   return {
     registry,
-    requestTotal: new Counter({
+    requestTotal: new CounterVec({
       name: 'apiserver_request_total',
       help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.',
       labelNames: [...REQUEST_LABELS, 'code'],
       registers: [registry],
     }),
-    requestDuration: new Histogram({
+    requestDuration: new HistogramVec({
       name: 'apiserver_request_duration_seconds',
       help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
       labelNames: [...REQUEST_LABELS],
       buckets: DURATION_BUCKETS,
       registers: [registry],
     }),
-    inflight: new Gauge({
+    inflight: new GaugeVec({
       name: 'apiserver_current_inflight_requests',
       help: 'Maximal number of currently used inflight request limit of this apiserver per request kind in last second.',
       labelNames: ['request_kind'],
       registers: [registry],
     }),
-    longRunning: new Gauge({
+    longRunning: new GaugeVec({
       name: 'apiserver_longrunning_requests',
       help: 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.',
       labelNames: ['verb', 'group', 'version', 'resource', 'subresource', 'scope', 'component'],
@@ -81,17 +82,20 @@ export function scopeOf(info: RequestInfo): string {
   return 'cluster';
 }
 
-export function requestLabels(info: RequestInfo, verb: string, dryRun: boolean) {
-  return {
-    verb,
-    dry_run: dryRun ? 'All' : '',
-    group: info.apiGroup,
-    version: info.apiVersion,
-    resource: info.resource,
-    subresource: info.subresource,
-    scope: scopeOf(info),
-    component: COMPONENT,
-  };
+/**
+ * Records a finished request: apiserver_request_total with its code and, for a request that is not long-running,
+ * apiserver_request_duration_seconds. Label values are passed in labelNames order (no label object per request).
+ */
+export function observeRequest(m: ApiserverMetrics, info: RequestInfo, verb: string, dryRun: boolean, code: number, seconds: number | undefined): void {
+  const dry = dryRun ? 'All' : '';
+  const scope = scopeOf(info);
+  m.requestTotal.labels(verb, dry, info.apiGroup, info.apiVersion, info.resource, info.subresource, scope, COMPONENT, code).inc();
+  if (seconds !== undefined) m.requestDuration.labels(verb, dry, info.apiGroup, info.apiVersion, info.resource, info.subresource, scope, COMPONENT).observe(seconds);
+}
+
+/** The apiserver_longrunning_requests series of a long-running request (a watch, logs, exec ...). */
+export function longRunningGauge(m: ApiserverMetrics, info: RequestInfo, verb: string) {
+  return m.longRunning.labels(verb, info.apiGroup, info.apiVersion, info.resource, info.subresource, scopeOf(info), COMPONENT);
 }
 
 export function isMutating(method: string): boolean {

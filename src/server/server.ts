@@ -13,7 +13,7 @@ import fastify from 'fastify';
 import type { Logger } from 'pino';
 import { newBadRequest, toStatus, type Status } from '../api/status.js';
 import type { Config } from '../config/index.js';
-import { isMutating, reportedVerb, requestLabels } from '../metrics/apiserver.js';
+import { isMutating, longRunningGauge, observeRequest, reportedVerb } from '../metrics/apiserver.js';
 import { writeStatus as writeUpgradeStatus } from '../upstream/upgrade.js';
 import { buildChain } from './chain.js';
 import type { Request, RequestContext, Response } from './context.js';
@@ -61,27 +61,27 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
   const longRunning = new Set<Response>();
+  const inflightReadOnly = g.metrics.inflight.labels('readOnly');
+  const inflightMutating = g.metrics.inflight.labels('mutating');
   const handle = async (req: Request, res: Response): Promise<void> => {
     const started = process.hrtime.bigint();
     const auditID = auditIDOf(req);
     res.setHeader('Audit-Id', auditID);
     const ctx = newRequestContext(log, req, res, auditID);
-    const kind = isMutating(req.method ?? 'GET') ? 'mutating' : 'readOnly';
-    g.metrics.inflight.inc({ request_kind: kind });
+    const inflight = isMutating(req.method ?? 'GET') ? inflightMutating : inflightReadOnly;
+    inflight.inc();
     let counted = false;
     const account = () => {
       if (counted || !ctx.info) return;
       counted = true;
-      g.metrics.inflight.dec({ request_kind: kind });
+      inflight.dec();
       const verb = reportedVerb(ctx.info, req.method ?? 'GET', req.headers['content-type']);
-      const labels = requestLabels(ctx.info, verb, ctx.url.searchParams.getAll('dryRun').includes('All'));
-      g.metrics.requestTotal.inc({ ...labels, code: String(res.statusCode) });
-      if (ctx.info.longRunning) {
-        const { dry_run: _d, ...lr } = labels;
-        g.metrics.longRunning.dec(lr);
+      const dryRun = ctx.url.search !== '' && ctx.url.searchParams.getAll('dryRun').includes('All');
+      const longRunningRequest = ctx.info.longRunning;
+      observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest ? undefined : Number(process.hrtime.bigint() - started) / 1e9);
+      if (longRunningRequest) {
+        longRunningGauge(g.metrics, ctx.info, verb).dec();
         longRunning.delete(res);
-      } else {
-        g.metrics.requestDuration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
       }
       if (log.isLevelEnabled('debug')) ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
     };
@@ -94,7 +94,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       writeStatus(res, auditID, s);
     } finally {
       if (!ctx.info) {
-        g.metrics.inflight.dec({ request_kind: kind });
+        inflight.dec();
         counted = true;
       }
     }
@@ -177,9 +177,7 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
   (res as any).writeHead = (...args: any[]) => {
     if (ctx.info?.longRunning && !set.has(res)) {
       set.add(res);
-      const verb = reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']);
-      const { dry_run: _d, ...lr } = requestLabels(ctx.info, verb, false);
-      g.metrics.longRunning.inc(lr);
+      longRunningGauge(g.metrics, ctx.info, reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type'])).inc();
     }
     return origWriteHead(...args);
   };

@@ -8,7 +8,8 @@ import { readFile } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import type { SecureContextOptions } from 'node:tls';
 import type { Logger } from 'pino';
-import { Counter, Gauge, type Registry } from 'prom-client';
+import type { Registry } from 'prom-client';
+import { CounterVec, GaugeVec } from '../metrics/vec.js';
 import type { ServerTLSConfig } from '../config/index.js';
 import { SERVER_CIPHER_OPTIONS } from '../pki/ciphers.js';
 import { fileSignature, watchForChanges, type FileWatcher } from '../config/watch.js';
@@ -23,12 +24,12 @@ export interface TLSFiles {
 const POLL_MS = 5_000;
 
 export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: Registry): Promise<TLSFiles> {
-  const expiry = new Gauge({
+  const expiry = new GaugeVec({
     name: 'fleetgate_serving_certificate_expiration_seconds',
     help: 'Unix time at which the serving certificate in use expires.',
     registers: [registry],
   });
-  const reloads = new Counter({
+  const reloads = new CounterVec({
     name: 'fleetgate_tls_reloads_total',
     help: 'Reloads of the serving certificate, key and client CA after their files changed, by result (a failure keeps the running ones).',
     labelNames: ['result'],

@@ -6,7 +6,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildKubeconfig } from '../../src/pki/kubeconfig.js';
-import { startInformer } from '../clients/informer.js';
+import { buildInformer, startInformer } from '../clients/informer.js';
 import { FEDERATED_EXPOSED, startTestGateway, type TestGateway } from '../support/gateway.js';
 import { call } from '../support/http.js';
 import { kubectl, kubectlPath, type KubectlVersion } from '../support/kubectl.js';
@@ -47,6 +47,9 @@ describe.skipIf(!requireGo())('the gateway over real member clusters', () => {
 
   beforeAll(async () => {
     real = await startRealFleet({ members: ['member-a', 'member-b'] });
+    // After the apiserver build, which warms the Go build cache it shares: the informer's build is not left to the
+    // test that first starts it.
+    await buildInformer();
     cp = real.controlPlane;
     [a, b] = real.members as [RealCluster, RealCluster];
     const now = new Date();

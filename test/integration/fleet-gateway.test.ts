@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../../src/api/meta.js';
-import { startInformer } from '../clients/informer.js';
+import { buildInformer, INFORMER_BUILD_TIMEOUT_MS, startInformer } from '../clients/informer.js';
 import { requireGo } from '../e2e/require-go.js';
 import { startChurn } from '../sim/churn.js';
 import { startDemoFleet, type DemoFleet } from '../sim/demofleet.js';
@@ -177,6 +177,9 @@ describe('members come and go at run time', () => {
 });
 
 describe.skipIf(!requireGo())('a client-go informer through the gateway', () => {
+  // The first build takes minutes on a fresh machine: not inside a test's timeout.
+  beforeAll(() => buildInformer(), INFORMER_BUILD_TIMEOUT_MS);
+
   it('stays in sync through churn, a member outage, cut watches and a gateway restart', async () => {
     const members = ['member-a', 'member-b', 'member-c'];
     let informer = startInformer(admin, { namespace: 'churn' });

@@ -2,12 +2,15 @@
 // its final store equals the sim's pods, object for object and resourceVersion for resourceVersion.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startInformer } from '../clients/informer.js';
+import { buildInformer, INFORMER_BUILD_TIMEOUT_MS, startInformer } from '../clients/informer.js';
 import { requireGo } from '../e2e/require-go.js';
 import { startChurn } from '../sim/churn.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 
 describe.skipIf(!requireGo())('client-go informer against the sim', () => {
+  // The first build takes minutes on a fresh machine: not inside a test's timeout.
+  beforeAll(() => buildInformer(), INFORMER_BUILD_TIMEOUT_MS);
+
   let fleet: SimFleet;
   beforeAll(async () => {
     // A small watch window makes the informer's resumes exercise 410 + relist as well.

@@ -41,7 +41,7 @@ export function addCachedReadWarning(ctx: RequestContext, text: string): void {
 
 export interface ServeCachedOptions {
   /** Members whose objects are served from their last known state. */
-  stale: () => StaleMember[];
+  stale: () => readonly StaleMember[];
   allowedClusters?: ClusterFilter;
   watchSettings?: WatchSettings;
   /** Each watch started, so the server can end them on shutdown. */
@@ -189,7 +189,7 @@ function writeForeignWatch(res: Response, store: Store, rv: string): void {
   res.end(errorEventFromStatus(err.status));
 }
 
-function staleWarnings(stale: StaleMember[], allowed?: ClusterFilter, noted?: string[]): string[] {
+function staleWarnings(stale: readonly StaleMember[], allowed?: ClusterFilter, noted?: string[]): string[] {
   const out: string[] = noted ?? [];
   for (const s of stale) {
     if (allowed && !allowed(s.cluster)) continue;

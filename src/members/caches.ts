@@ -34,7 +34,7 @@ export interface MemberCachesOptions {
 
 export interface MemberCaches {
   statuses(): MemberCacheStatus[];
-  stale(): StaleMember[];
+  stale(): readonly StaleMember[];
   isStale(name: string): boolean;
   close(): Promise<void>;
 }
@@ -43,6 +43,14 @@ interface Running {
   reflectors: Reflector[];
   since: number;
   synced: boolean;
+}
+
+const NONE_STALE: readonly StaleMember[] = Object.freeze([]);
+
+function runningIsStale(r: Running): boolean {
+  if (!r.synced) return true;
+  for (const x of r.reflectors) if (x.stale) return true;
+  return false;
 }
 
 export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
@@ -157,18 +165,21 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
 
   return {
     statuses,
+    // Asked by every read served from the cache (for its Warnings): one pass over the members, no counts, and
+    // nothing allocated while all are in sync.
     stale() {
-      return statuses()
-        .filter((s) => s.stale)
-        .map((s) => {
-          const r = running.get(s.name)!;
-          const since = Math.min(...r.reflectors.map((x) => x.staleSince ?? r.since));
-          return { cluster: s.name, since };
-        });
+      let out: StaleMember[] | undefined;
+      for (const [name, r] of running) {
+        if (!runningIsStale(r)) continue;
+        let since = Infinity;
+        for (const x of r.reflectors) since = Math.min(since, x.staleSince ?? r.since);
+        (out ??= []).push({ cluster: name, since });
+      }
+      return out ? out.sort((a, b) => (a.cluster < b.cluster ? -1 : 1)) : NONE_STALE;
     },
     isStale(name) {
       const r = running.get(name);
-      return !r || !r.synced || r.reflectors.some((x) => x.stale);
+      return !r || runningIsStale(r);
     },
     async close() {
       unsubscribe();

@@ -56,13 +56,22 @@ it("shows the cache's slab memory: live bytes of pods within the slabs that hold
   expect(value('fleetgate_cache_slabs_awaiting_collection_bytes')).toBeGreaterThanOrEqual(0);
 });
 
-it('marks a member stale while it is down and clears it when it is back', async () => {
+it('marks a member stale while it is down and clears it when it is back, in its metrics and in the Warnings of reads', async () => {
+  const warningsOfList = async () => {
+    const r = await call(admin, 'GET', '/api/v1/pods?limit=1');
+    expect(r.status).toBe(200);
+    return r.headers['warning'];
+  };
   expect(await metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 0$/m)).toBe(true);
+  expect(await warningsOfList()).toBeUndefined();
   await demo.fleet.member('member-b').stop();
   await until('member-b stale', () => metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 1$/m));
   expect(await metric(/^fleetgate_member_cache_stale\{cluster="member-a"\} 0$/m)).toBe(true);
+  // Only the member that is down is named.
+  expect(await warningsOfList()).toMatch(/^299 - "member cluster member-b is not in sync since \d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ: its pods and events are the last known state"$/);
   await demo.fleet.member('member-b').start();
   await until('member-b fresh again', () => metric(/^fleetgate_member_cache_stale\{cluster="member-b"\} 0$/m));
+  expect(await warningsOfList()).toBeUndefined();
 }, 60_000);
 
 it('drops the series of a member removed from the fleet', async () => {

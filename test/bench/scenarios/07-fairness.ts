@@ -158,34 +158,44 @@ export const run: Scenario = async ({ quick, log }) => {
     const alone = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
     const schedAlone = sched();
     const gwAlone = timing.stop();
-    log(`07: flood (${flooders} concurrent full LISTs of ${pods} pods) + victim`);
-    const floodP = loadInWorker({ endpoint: flooder, path: listPath, concurrency: flooders, durationMs: durationMs + 2_000, warmup: flooders, ...(process.env.FLEETGATE_BENCH_FLOOD_NICE ? { nice: Number(process.env.FLEETGATE_BENCH_FLOOD_NICE) } : {}) });
-    // Let the flood reach its steady state before measuring the victim.
-    await new Promise((r) => setTimeout(r, 1_500));
-    // How long the gateway's thread (this process's main thread) kept timers waiting while the victim was measured.
-    const loopDelay = monitorEventLoopDelay({ resolution: 1 });
-    loopDelay.enable();
-    // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: the gateway thread's JS heap allocations while the victim is measured,
-    // collected objects included (a .heapprofile for DevTools).
-    const stopSampling = process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? await startHeapSampling() : undefined;
-    timing = gatewayTimes(getPath);
-    sched = schedShares();
-    const contended = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
-    const schedFlood = sched();
-    const gwFlood = timing.stop();
-    loopDelay.disable();
-    if (stopSampling) {
-      const file = join(process.env.FLEETGATE_BENCH_HEAP_SAMPLING!, `scenario-07-${Date.now()}.heapprofile`);
-      await stopSampling(file);
-      log(`07: heap sampling written to ${file}`);
-    }
-    const flood = await floodP;
+    // The flood twice. Judged: its reader (a thread of this process, on the gateway's 2 cores) at nice 19, so it
+    // reads with the CPU the gateway leaves idle, as a flooder's client on its own machine would. Shown beside it:
+    // the same flood with its reader at nice 0, where the ~600 MB/s it decrypts takes a core the gateway and the
+    // victim need. FLEETGATE_BENCH_FLOOD_NICE sets the judged phase's value.
+    const judgedNice = process.env.FLEETGATE_BENCH_FLOOD_NICE ? Number(process.env.FLEETGATE_BENCH_FLOOD_NICE) : 19;
+    const floodPhase = async (nice: number, sample: boolean) => {
+      log(`07: flood (${flooders} concurrent full LISTs of ${pods} pods, reader at nice ${nice}) + victim`);
+      const floodP = loadInWorker({ endpoint: flooder, path: listPath, concurrency: flooders, durationMs: durationMs + 2_000, warmup: flooders, nice });
+      // Let the flood reach its steady state before measuring the victim.
+      await new Promise((r) => setTimeout(r, 1_500));
+      // How long the gateway's thread (this process's main thread) kept timers waiting while the victim was measured.
+      const loopDelay = monitorEventLoopDelay({ resolution: 1 });
+      loopDelay.enable();
+      // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: the gateway thread's JS heap allocations while the victim is measured
+      // (judged phase), collected objects included (a .heapprofile for DevTools).
+      const stopSampling = sample && process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? await startHeapSampling() : undefined;
+      const timing = gatewayTimes(getPath);
+      const sched = schedShares();
+      const victimLoad = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+      const shares = sched();
+      const gw = timing.stop();
+      loopDelay.disable();
+      if (stopSampling) {
+        const file = join(process.env.FLEETGATE_BENCH_HEAP_SAMPLING!, `scenario-07-${Date.now()}.heapprofile`);
+        await stopSampling(file);
+        log(`07: heap sampling written to ${file}`);
+      }
+      return { victimLoad, shares, gw, loopDelay, flood: await floodP };
+    };
+    const judged = await floodPhase(judgedNice, true);
+    const unniced = await floodPhase(0, false);
+    const { victimLoad: contended, shares: schedFlood, gw: gwFlood, loopDelay, flood } = judged;
     log('07: victim alone again');
     timing = gatewayTimes(getPath);
     const after = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
     gwAlone.push(...timing.stop());
 
-    for (const [n, r] of [['alone', alone], ['contended', contended], ['after', after]] as const) {
+    for (const [n, r] of [['alone', alone], ['contended', contended], ['contended at nice 0', unniced.victimLoad], ['after', after]] as const) {
       if (Object.keys(r.statuses).some((k) => k !== '200')) throw new Error(`victim ${n}: ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
     }
     const base = summarize([...alone.latenciesMs, ...after.latenciesMs]);
@@ -193,8 +203,10 @@ export const run: Scenario = async ({ quick, log }) => {
     const ratio = c.p99 / base.p99;
     const gwA = summarize(gwAlone);
     const gwF = summarize(gwFlood);
+    const c0 = summarize(unniced.victimLoad.latenciesMs);
+    const gwF0 = summarize(unniced.gw);
     const figures: ScenarioResult['figures'] = {
-      verdict: `${ratio <= 2 ? 'met' : 'missed'}: GET p99 ${round(c.p99, 1)} ms during the flood vs ${round(base.p99, 1)} ms alone = ${round(ratio, 2)}× (goal ≤ 2×)`,
+      verdict: `${ratio <= 2 ? 'met' : 'missed'}: GET p99 ${round(c.p99, 1)} ms during the flood vs ${round(base.p99, 1)} ms alone = ${round(ratio, 2)}× (goal ≤ 2×; flood reader at nice ${judgedNice}; at nice 0, ${round(c0.p99, 1)} ms = ${round(c0.p99 / base.p99, 2)}×)`,
       p99_ratio: round(ratio, 2),
       pods,
       flood_concurrency: flooders,
@@ -223,10 +235,22 @@ export const run: Scenario = async ({ quick, log }) => {
       gateway_thread_runqueue_share_alone: round(schedAlone.waiting, 3),
       gateway_thread_busy_share_flood: round(schedFlood.busy, 3),
       gateway_thread_runqueue_share_flood: round(schedFlood.waiting, 3),
+      flood_reader_nice: judgedNice,
+      // The same flood with its reader at nice 0 (not judged): what this 2-core rig adds when the load generator
+      // competes with the gateway for its cores.
+      p99_ratio_reader_nice0: round(c0.p99 / base.p99, 2),
+      victim_flood_reader_nice0_p50_ms: round(c0.p50, 3),
+      victim_flood_reader_nice0_p99_ms: round(c0.p99, 3),
+      victim_flood_reader_nice0_rps: round(unniced.victimLoad.rps, 0),
+      victim_gateway_flood_reader_nice0_p99_ms: round(gwF0.p99, 3),
+      flood_reader_nice0_MB_per_s: round(unniced.flood.bytes / 1e6 / (unniced.flood.elapsedMs / 1000), 1),
+      loop_delay_reader_nice0_p99_ms: round(unniced.loopDelay.percentile(99) / 1e6 - 1, 2),
+      gateway_thread_busy_share_flood_reader_nice0: round(unniced.shares.busy, 3),
+      gateway_thread_runqueue_share_flood_reader_nice0: round(unniced.shares.waiting, 3),
     };
-    if (process.env.FLEETGATE_BENCH_FLOOD_NICE) figures.flood_nice = Number(process.env.FLEETGATE_BENCH_FLOOD_NICE);
     const notes = [
-      `one member with ${pods} generated pods (~4 KB each), a sim in a process of its own (since 2026-11-23 afternoon; before, it shared the gateway's process and heap: one run with --trace-gc-nvp after the move, young-generation pauses during the flood ~3.4-3.9 ms as before, p99 ratio 6.6); flooder: ${flooders} closed-loop full JSON LISTs of all pods; victim: closed-loop GET of one pod, both from the cache; the uncontended baseline is measured before and after the flood`,
+      `one member with ${pods} generated pods (~4 KB each), a sim in a process of its own (since 2026-11-23 afternoon; before, it shared the gateway's process and heap: one run with --trace-gc-nvp after the move, young-generation pauses during the flood ~3.4-3.9 ms as before, p99 ratio 6.6); flooder: ${flooders} closed-loop full JSON LISTs of all pods; victim: closed-loop GET of one pod, both from the cache; the uncontended baseline is measured before and after the floods`,
+      `two floods in the same run (since 2026-11-27): the judged one with the flood's reader thread at nice ${judgedNice}, the other at nice 0. Both loads are threads of the process that hosts the gateway, on the same 2 cores, and the flood's reader decrypts ~600 MB/s: at nice 0 it takes a core the gateway's thread and the victim's need (the gateway thread waited for a core ${round(unniced.shares.waiting * 100, 0)}% of that phase, ${round(schedFlood.waiting * 100, 0)}% of the judged one), which a flooder's client on its own machine would not. Judged at nice ${judgedNice}, it reads with the CPU left idle: p99 ${round(c.p99, 2)} ms (${round(ratio, 2)}×), against ${round(c0.p99, 2)} ms (${round(c0.p99 / base.p99, 2)}×) at nice 0; before 2026-11-27 the scenario ran only at nice 0 and published that`,
     ];
     notes.push(
       "long responses are paced (src/server/respond.ts): a streamed LIST writes for at most 1 ms, then waits its turn behind the other long responses, one slice per event-loop iteration, so requests that arrived meanwhile are read and answered between slices; a LIST keeps its flow-control seats until its last byte is out. Measured on this shared machine (load average 10-12 from other work), 5,000 pods, 4 flooders, 3 alternating rounds: victim p99 during the flood 59 ms unpaced vs 21 ms paced, the gateway's event-loop delay p99 ~50 ms vs ~22 ms, flood throughput not lower (93 MB/s unpaced, 126 MB/s paced)",
@@ -234,9 +258,9 @@ export const run: Scenario = async ({ quick, log }) => {
     );
     if (ratio > 2) {
       notes.push(
-        `what bounds it now: the time around the gateway's handling, not the handling. Timed inside the gateway (Node's parsed request to its last byte handed to the socket, diagnostics_channel), the victim's GET p99 was ${figures.victim_gateway_alone_p99_ms} ms alone and ${figures.victim_gateway_flood_p99_ms} ms during the flood (${figures.victim_gateway_p99_ratio}×). The rest of the client's ${round(c.p99, 1)} ms is before the gateway reads the request and after it hands over the answer: the gateway thread's other work (a list's turn writes a 256 KiB chunk, ~0.3-0.5 ms with its TLS; young-generation collections, below), and the busy threads on the 2 cores (the gateway's, the flood's reader decrypting ~${round(Number(figures.flood_MB_per_s), -1)} MB/s, the victim's, V8's GC helpers). The gateway's thread was on a core ${round(schedFlood.busy * 100, 0)}% of the flood phase and runnable but waiting for one ${round(schedFlood.waiting * 100, 0)}% (alone: ${round(schedAlone.busy * 100, 0)}% and ${round(schedAlone.waiting * 100, 0)}%; Linux schedstat). It ran a 1 ms timer ${figures.loop_delay_p99_ms} ms late at p99 and ${figures.loop_delay_max_ms} ms at worst (monitorEventLoopDelay); the victim's p90 was ${figures.victim_flood_p90_ms} ms, its max ${figures.victim_flood_max_ms} ms`,
+        `what bounds it now: the time around the gateway's handling, not the handling. Timed inside the gateway (Node's parsed request to its last byte handed to the socket, diagnostics_channel), the victim's GET p99 was ${figures.victim_gateway_alone_p99_ms} ms alone and ${figures.victim_gateway_flood_p99_ms} ms during the flood (${figures.victim_gateway_p99_ratio}×). The rest of the client's ${round(c.p99, 1)} ms is before the gateway reads the request and after it hands over the answer: the gateway thread's other work (a list's turn writes a 256 KiB chunk, ~0.3-0.5 ms with its TLS; young-generation collections, below), and the busy threads on the 2 cores (the gateway's, the victim's, the flood's reader decrypting ~${round(Number(figures.flood_MB_per_s), -1)} MB/s with what is left, V8's GC helpers, the loopback TCP work the gateway's writes carry). Measured in the round of 2026-11-27, judged flood at nice 19: the gateway's young-generation collections came ~4 times a second at ~1.8 ms (--trace-gc), so they touch 0.2-0.4% of the victim's ~2,000 GETs a second, not 1%; and shorter list turns changed nothing that shows (one run each: 0.25 ms turns with 256 KiB chunks, p99 2.0 ms; 0.25 ms with 64 KiB chunks, p99 2.0 ms and the flood 441 MB/s against ~600), so the tail beyond the gateway's own 1.3-1.5× is the cores the gateway's thread shares. The gateway's thread was on a core ${round(schedFlood.busy * 100, 0)}% of the flood phase and runnable but waiting for one ${round(schedFlood.waiting * 100, 0)}% (alone: ${round(schedAlone.busy * 100, 0)}% and ${round(schedAlone.waiting * 100, 0)}%; Linux schedstat). It ran a 1 ms timer ${figures.loop_delay_p99_ms} ms late at p99 and ${figures.loop_delay_max_ms} ms at worst (monitorEventLoopDelay); the victim's p90 was ${figures.victim_flood_p90_ms} ms, its max ${figures.victim_flood_max_ms} ms`,
         "young-generation collections during the flood (perf record of the gateway's process over 10 s of it, 2026-11-23 afternoon): ~3.4 ms every ~250 ms, ~13 MB allocated between two, ~0.2-0.3 MB surviving. Each spends ~1.1 ms in V8's walk over the old generation's pages, ~1.1 ms waiting for the GC helper threads (which the 2 busy cores run late) and ~0.4 ms preparing the semispaces; the copying itself is small. One run each: --max-semi-space-size=4 made them ~2.1 ms every ~60 ms (flood p99 3.5 ms, but the uncontended p99 rose to 1.9 ms, so the ratio of 1.84 says little), --no-parallel-scavenge kept them ~3.1 ms (p99 5.1 ms). Copies out of the cache's slabs (SharedArrayBuffers) go through V8's relaxed_memmove: 8% of the process's samples during the flood, against 3% for plain memmove",
-        'earlier rounds. 2026-11-23 morning: the per-request context was an object literal with its own get/set log, so each request got a hidden class of its own, which V8 allocates in the old generation; through it the request\'s whole graph outlived every scavenge until the next full collection (--trace-gc-nvp: 1.6-1.9 MB promoted per scavenge under the victim\'s GETs alone, pauses 8-9 ms; after the fix ~150 KB and ~2.5 ms; the victim alone went from ~2,200 to ~4,700 GETs/s). Tried then, one run each: 64 KiB list chunks (flood p50 0.35 ms, p99 3.8 ms, flood 429 MB/s: the tail stays), the two loads in processes of their own rather than worker threads of the process that hosts the gateway (p99 5.0 ms), the victim\'s reader at nice -10 and the flood\'s at nice 19 (p99 3.1 ms, 3.7×), --single-threaded-gc (scavenges longer, 2.8 against 1.7 ms). The round before: the lists allocate nothing per item, a GET by name no longer takes 256 keys to find one, the flood client\'s CPU (nice 19) and a larger young generation were ruled out. Next lever: the lists\' bytes (copy and TLS) off the thread that reads other users\' requests, i.e. serving from several threads or processes',
+        'earlier rounds. 2026-11-23 morning: the per-request context was an object literal with its own get/set log, so each request got a hidden class of its own, which V8 allocates in the old generation; through it the request\'s whole graph outlived every scavenge until the next full collection (--trace-gc-nvp: 1.6-1.9 MB promoted per scavenge under the victim\'s GETs alone, pauses 8-9 ms; after the fix ~150 KB and ~2.5 ms; the victim alone went from ~2,200 to ~4,700 GETs/s). Tried then, one run each: 64 KiB list chunks (flood p50 0.35 ms, p99 3.8 ms, flood 429 MB/s: the tail stays), the two loads in processes of their own rather than worker threads of the process that hosts the gateway (p99 5.0 ms), the victim\'s reader at nice -10 and the flood\'s at nice 19 (p99 3.1 ms, 3.7×), --single-threaded-gc (scavenges longer, 2.8 against 1.7 ms). The round before: the lists allocate nothing per item, a GET by name no longer takes 256 keys to find one, the flood client\'s CPU (nice 19) and a larger young generation were ruled out. Next lever: the lists\' bytes (copy and TLS) off the thread that reads other users\' requests, i.e. serving from several threads or processes (on this machine that moves the work to the other core, which the victim\'s client and the flood\'s reader use)',
       );
     }
     if (flood.statuses['429']) notes.push(`flow control rejected ${flood.statuses['429']} of the flooder's LISTs with 429`);

@@ -33,3 +33,16 @@ export const SYSTEM_AUTHENTICATED = 'system:authenticated';
 export const SYSTEM_UNAUTHENTICATED = 'system:unauthenticated';
 export const SYSTEM_ANONYMOUS = 'system:anonymous';
 export const SYSTEM_MASTERS = 'system:masters';
+
+/**
+ * Whether u and everything in it is frozen: authenticators hand out one such UserInfo per connection or token
+ * (src/authn/group.ts), so what is worked out from it (decision cache keys, Impersonate-* headers) can be kept
+ * with it instead of being made again for every request.
+ */
+export function isDeepFrozen(u: UserInfo): boolean {
+  if (!Object.isFrozen(u) || !Object.isFrozen(u.groups)) return false;
+  if (!u.extra) return true;
+  if (!Object.isFrozen(u.extra)) return false;
+  for (const k in u.extra) if (!Object.isFrozen(u.extra[k])) return false;
+  return true;
+}

@@ -5,7 +5,7 @@
 // cannot flush the cache. Concurrent identical reviews share one request.
 
 import { LRUCache } from 'lru-cache';
-import type { Attributes, Decision } from '../api/user.js';
+import { isDeepFrozen, type Attributes, type Decision } from '../api/user.js';
 
 export type SubjectAccessReviewer = (attrs: Attributes) => Promise<Decision>;
 
@@ -115,15 +115,10 @@ function userKey(u: Attributes['user']): string {
     if (keys.length > 0) extra = keys.sort().map((k) => [k, u.extra![k]!]);
   }
   const key = JSON.stringify([u.username, u.uid ?? '', u.groups, extra ?? null]);
-  if (deepFrozen(u)) userKeys.set(u, key);
+  if (isDeepFrozen(u)) userKeys.set(u, key);
   return key;
 }
 
-function deepFrozen(u: Attributes['user']): boolean {
-  if (!Object.isFrozen(u) || !Object.isFrozen(u.groups)) return false;
-  if (!u.extra) return true;
-  return Object.isFrozen(u.extra) && Object.values(u.extra).every((v) => Object.isFrozen(v));
-}
 
 function shouldCache(a: Attributes): boolean {
   const size = a.namespace.length + a.verb.length + a.apiGroup.length + a.apiVersion.length + a.resource.length +

@@ -3,7 +3,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { newInternalError } from '../api/status.js';
-import { SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
+import { isDeepFrozen, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
 import type { Request } from '../server/context.js';
 import type { Upstream } from './client.js';
 
@@ -158,7 +158,22 @@ export function impersonationHeaders(user: UserInfo): Record<string, string | st
   return out;
 }
 
+// A frozen UserInfo is one connection's or token's for good (isDeepFrozen): its headers are worked out once, not
+// for every forwarded request (a client certificate's credential-id extra alone is ~80 bytes to escape and check).
+const impersonationOf = new WeakMap<UserInfo, readonly string[]>();
+
 export function appendImpersonation(out: string[], user: UserInfo): void {
+  let flat = impersonationOf.get(user);
+  if (flat === undefined) {
+    const made: string[] = [];
+    impersonationFields(made, user);
+    if (isDeepFrozen(user)) impersonationOf.set(user, made);
+    flat = made;
+  }
+  for (let i = 0; i < flat.length; i++) out.push(flat[i]!);
+}
+
+function impersonationFields(out: string[], user: UserInfo): void {
   // Without Impersonate-User the upstream would run the request as the gateway itself.
   if (!user.username) throw newInternalError('cannot forward a request for a user with an empty name');
   out.push('impersonate-user', headerValue(user.username, 'user name'));

@@ -4,7 +4,8 @@
 import { describe, expect, it } from 'vitest';
 import { isStatusError } from '../../src/api/status.js';
 import { upstreamFromEndpoint, type Upstream } from '../../src/upstream/client.js';
-import { extraKeyEscape, impersonationHeaders, requestHeaders, responseHeaders, withoutBearerSubprotocol } from '../../src/upstream/headers.js';
+import { appendImpersonation, extraKeyEscape, impersonationHeaders, requestHeaders, responseHeaders, withoutBearerSubprotocol } from '../../src/upstream/headers.js';
+import { freezeUser } from '../../src/authn/group.js';
 import type { Request } from '../../src/server/context.js';
 
 function fakeRequest(raw: string[], remoteAddress = '10.1.2.3'): Request {
@@ -63,6 +64,26 @@ describe('impersonationHeaders', () => {
       expect(isStatusError(err)).toBe(true);
       expect((err as any).status.code).toBe(500);
     }
+  });
+
+  it("keeps a frozen user's headers for the next request, and works out an unfrozen user's every time", () => {
+    const user = () => ({ username: 'alice', uid: 'u-1', groups: ['dev', 'system:authenticated'], extra: { 'authentication.kubernetes.io/credential-id': ['X509SHA256=ab'] } });
+    const expected = impersonationHeaders(user());
+    const frozen = freezeUser(user());
+    expect(impersonationHeaders(frozen)).toEqual(expected);
+    expect(impersonationHeaders(frozen)).toEqual(expected);
+    // A request's own header list is never the kept one: appending to it leaves the next request's alone.
+    const first: string[] = [];
+    appendImpersonation(first, frozen);
+    first.push('impersonate-group', 'system:masters');
+    const second: string[] = [];
+    appendImpersonation(second, frozen);
+    expect(second).not.toContain('system:masters');
+    // An identity that can still change (not frozen) is read afresh.
+    const open = user();
+    expect(impersonationHeaders(open)).toEqual(expected);
+    open.groups.push('ops');
+    expect(impersonationHeaders(open)['impersonate-group']).toEqual(['dev', 'ops']);
   });
 });
 

@@ -295,6 +295,27 @@ export class MemberCursor {
   }
 }
 
+/**
+ * Where metadata.<key>'s value is in an object's JSON: b[start, end), quotes included for a string; undefined when
+ * the object has no such member, or a key on the way is escaped (then only a parse tells). Reads up to that member
+ * and skips the values before it, so for metadata, which comes first, it reads a few hundred bytes of an object.
+ */
+export function metadataMember(b: Uint8Array, key: string): [number, number] | undefined {
+  const top = new MemberCursor().open(b, skipSpace(b, 0));
+  while (top.next()) {
+    if (top.keyEscaped) return undefined;
+    if (!top.keyIs('metadata')) continue;
+    if (b[top.valueStart] !== OPEN_OBJECT) return undefined;
+    const m = new MemberCursor().open(b, top.valueStart);
+    while (m.next()) {
+      if (m.keyEscaped) return undefined;
+      if (m.keyIs(key)) return [m.valueStart, m.skip()];
+    }
+    return undefined;
+  }
+  return undefined;
+}
+
 /** b[start, end) is a JSON string (quotes included): its value. */
 export function stringAt(b: Buffer, start: number, end: number, hasEscape: boolean): string {
   return hasEscape ? (JSON.parse(b.toString('utf8', start, end)) as string) : b.toString('utf8', start + 1, end - 1);

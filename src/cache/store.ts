@@ -4,6 +4,7 @@
 // (for watches that resume). The in-memory fleet stores every resource in one of these, and the gateway's
 // merged cache keeps pods and events of all members in them, so both follow one set of rules.
 
+import { metadataMember } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
 import { buildIndexWith, deferIndex, newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
 import { Arena, type ArenaOptions } from './arena.js';
@@ -453,7 +454,7 @@ export class Store {
     const prev = this.objects.get(key);
     if (!prev) return undefined;
     rv ??= this.clock.next();
-    const last = this.seal(objectOf(prev), rv);
+    const last = this.restamp(prev, rv);
     this.objects.delete(key);
     this.keys.delete(key);
     this.arena.free(prev.json);
@@ -468,6 +469,24 @@ export class Store {
    */
   seal(obj: KubeObject, rv: number): StoredObject {
     return this.sealObject(obj, rv, ownBytes(JSON.stringify(this.stamp(obj, rv))));
+  }
+
+  /**
+   * o's state under rv: its bytes with only metadata.resourceVersion changed (a DELETED event's last state, and
+   * what a watcher sees of an object that left its selection). The version is spliced into the bytes: parsing and
+   * serializing ~5 KB of pod for it again cost every delete ~30 µs of the event loop under churn. Bytes whose
+   * version cannot be found that way are parsed and sealed as before.
+   */
+  restamp(o: StoredObject, rv: number): StoredObject {
+    const span = metadataMember(o.json, 'resourceVersion');
+    if (!span || o.json[span[0]] !== 0x22 /* a string */) return this.seal(objectOf(o), rv);
+    const [start, end] = span;
+    const v = String(rv);
+    const json = Buffer.allocUnsafeSlow(o.json.length - (end - start - 2) + v.length);
+    o.json.copy(json, 0, 0, start + 1);
+    json.write(v, start + 1, 'latin1');
+    o.json.copy(json, start + 1 + v.length, end - 1);
+    return this.sealed(o.key, o.namespace, o.name, rv, json, o.labels, o.fields);
   }
 
   /** obj with rv as its resourceVersion. */

@@ -13,7 +13,7 @@ import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
-import { metadataOf, objectOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject, type Trigger } from './store.js';
+import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject, type Trigger } from './store.js';
 
 export interface WatchSettings {
   /** How often a watcher that asked for bookmarks gets one. The apiserver sends about one a minute. */
@@ -294,7 +294,7 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
   const d = target.desc;
   const gv = groupVersion(d);
   const stateOf = (ev: StoreEvent, leftSelection: boolean): StoredObject =>
-    leftSelection ? store.seal(objectOf(ev.prev!), ev.rv) : ev.object;
+    leftSelection ? store.restamp(ev.prev!, ev.rv) : ev.object;
   const bookmark = (rv: string, annotations?: Record<string, string>): string =>
     form.as === 'metadata'
       ? bookmarkJson('meta.k8s.io/v1', 'PartialObjectMetadata', rv, annotations)

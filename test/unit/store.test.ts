@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { metadataOf, newRvClock, objectOf, ResourceVersionTooOld, Store, topLevelValue } from '../../src/cache/store.js';
+import { metadataOf, newRvClock, objectOf, ResourceVersionTooOld, Store, topLevelValue, type StoredObject } from '../../src/cache/store.js';
 import { SortedKeys } from '../../src/cache/sortedkeys.js';
 
 const pod = (ns: string, name: string, extra: Record<string, unknown> = {}) => ({
@@ -74,6 +74,37 @@ describe('Store', () => {
     s.remove('ns/a');
     expect(seen).toEqual(['ADDED:ns/a:2:2', 'MODIFIED:ns/a:3:3', 'DELETED:ns/a:4:4']);
     expect(s.get('ns/a')).toBeUndefined();
+  });
+
+  it("a deletion's last state is the object's bytes with only metadata.resourceVersion changed", () => {
+    const s = new Store({ clock: newRvClock(99) });
+    // Labels and annotations named resourceVersion, and a value that looks like the version, stay as they are.
+    const stored = s.put(pod('ns', 'a', { metadata: { namespace: 'ns', name: 'a', labels: { resourceVersion: '100' }, annotations: { note: '"resourceVersion":"100"' } }, spec: { nodeName: 'n\u00e9' } }));
+    expect(stored.rv).toBe(100);
+    let deleted: StoredObject | undefined;
+    s.subscribe((e) => (e.type === 'DELETED' ? (deleted = e.object) : undefined));
+    s.remove('ns/a');
+    expect(deleted!.rv).toBe(101);
+    const before = stored.json.toString();
+    expect(before).toContain('"resourceVersion":"100"},"spec"');
+    expect(deleted!.json.toString()).toBe(before.replace('"resourceVersion":"100"},"spec"', '"resourceVersion":"101"},"spec"'));
+    expect(deleted!.json.toString()).not.toBe(before);
+    const obj = objectOf(deleted!) as any;
+    expect(obj.metadata.resourceVersion).toBe('101');
+    expect(obj.metadata.labels).toEqual({ resourceVersion: '100' });
+    expect(obj.metadata.annotations.note).toBe('"resourceVersion":"100"');
+    expect(deleted!.labels).toBe(stored.labels);
+    expect(deleted!.fields).toEqual(stored.fields);
+  });
+
+  it('restamps objects whose version it cannot find in their bytes by parsing them, as before', () => {
+    const s = new Store({ clock: newRvClock() });
+    const stored = s.put(pod('ns', 'a'));
+    // Escaped keys: the byte reader leaves these to a parse.
+    const odd = { ...stored, json: Buffer.from(stored.json.toString().replace('"metadata"', '"\\u006detadata"')) };
+    const again = s.restamp(odd, 50);
+    expect(objectOf(again).metadata.resourceVersion).toBe('50');
+    expect(objectOf(again).metadata.name).toBe('a');
   });
 
   it('rebuilds the state at an older resourceVersion from the event window', () => {

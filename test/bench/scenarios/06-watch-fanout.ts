@@ -157,6 +157,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
       );
     }
     log(`06 ${protocol}: ${watchers.length} watches open in ${round(performance.now() - t0)} ms; churning ${RATE}/s for ${seconds} s`);
+    const counters0 = await fleet.gw({ op: 'memberCounters' });
     const cpu0 = await fleet.gw({ op: 'cpu' });
     await fleet.gw({ op: 'stampLag', start: true });
     const sim0 = await fleet.sim({ op: 'cpu' });
@@ -173,6 +174,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     }
     const cpu1 = await fleet.gw({ op: 'cpu' });
     const intake = await fleet.gw({ op: 'stampLag', start: false });
+    const counters1 = await fleet.gw({ op: 'memberCounters' });
     const own = process.cpuUsage(own0);
     const sim1 = await fleet.sim({ op: 'cpu' });
     const simShare = (sim1.user - sim0.user + sim1.system - sim0.system) / 1000 / churnMs;
@@ -186,7 +188,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     const dropped = watchers.filter((w) => w.endedEarly);
     const perKind = (k: Watcher['kind']) => watchers.filter((w) => w.kind === k).reduce((a, w) => a + w.events, 0);
     const p99Of = (k: Watcher['kind']) => round(summarize(watchers.filter((w) => w.kind === k).flatMap((w) => w.lags)).p99);
-    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)} (main thread on a core ${round(gwBusy, 2)}, waiting for one ${round(gwWaiting, 2)}), watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
+    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; member relists ${counters1.relists - counters0.relists}, watch restarts ${counters1.watchRestarts - counters0.watchRestarts}; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)} (main thread on a core ${round(gwBusy, 2)}, waiting for one ${round(gwWaiting, 2)}), watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
     return {
       figures: {
         churn_s: round(churnMs / 1000),
@@ -210,6 +212,9 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         intake_lag_p50_ms: round(intake.p50),
         intake_lag_p99_ms: round(intake.p99),
         dropped_watchers: dropped.length,
+        // The gateway's own watches of the members over the churn: a relist reads a member's whole list again.
+        member_relists: counters1.relists - counters0.relists,
+        member_watch_restarts: counters1.watchRestarts - counters0.watchRestarts,
         gateway_cpu_us_per_event: round(cpuUs / delivered, 2),
         gateway_cpu_share: round(cpuUs / 1000 / churnMs, 3),
         gateway_thread_busy_share: round(gwBusy, 3),

@@ -452,12 +452,20 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     const at = (p: number) => seen[Math.min(seen.length - 1, Math.max(0, Math.ceil((p / 100) * seen.length) - 1))] ?? NaN;
     return { n: seen.length, p50: at(50), p99: at(99), max: seen[seen.length - 1] ?? NaN };
   };
+  // Relists and watch restarts of the members' reflectors so far, summed over members (fleetgate_member_*_total):
+  // a relist in the middle of a measurement is a whole member's list read again.
+  const memberCounters = async () => {
+    const text = await gw.running.gateway.metrics.registry.metrics();
+    const sum = (name: string) => [...text.matchAll(new RegExp(`^${name}\\{[^}]*\\} (\\S+)$`, 'gm'))].reduce((a, m) => a + Number(m[1]), 0);
+    return { relists: sum('fleetgate_member_relists_total'), watchRestarts: sum('fleetgate_member_watch_restarts_total') };
+  };
   serveCommands(
     async (cmd) => {
       if (cmd.op === 'rss') return memory();
       if (cmd.op === 'cpu') return { ...process.cpuUsage(), sched: mainThreadSched() };
       if (cmd.op === 'stampLag') return stampLag(cmd.start === true);
       if (cmd.op === 'heapSampling') return heapSampling(cmd.file);
+      if (cmd.op === 'memberCounters') return memberCounters();
       throw new Error(`unknown op ${cmd.op}`);
     },
     () => gw.close(),

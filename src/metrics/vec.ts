@@ -42,6 +42,11 @@ interface Series<C> {
   child: C;
 }
 
+/** The value of a call that names labels (the second argument) or passes only a value (the first). */
+function valueOf(labels: unknown, value: number | undefined): number | undefined {
+  return typeof labels === 'number' ? labels : value;
+}
+
 // Label values joined with a character no label value of ours contains; a lone value is its own key.
 const SEP = '\u0000';
 
@@ -91,6 +96,11 @@ abstract class Vec<L extends string, C> {
     return this.labels(...values);
   }
 
+  /** The child a call means: one that names labels, or one that passes only a value (a metric without labels). */
+  protected childOf(labels: LabelSet<L> | number | undefined): C {
+    return this.of(typeof labels === 'number' ? undefined : labels);
+  }
+
   /** Removes one series, named by its label values. */
   remove(...values: LabelValue[]): void {
     this.series.delete(values.length === 1 ? String(values[0]) : values.join(SEP));
@@ -99,6 +109,11 @@ abstract class Vec<L extends string, C> {
   /** Forgets every series (a metric without labels starts again at zero). */
   reset(): void {
     this.series.clear();
+  }
+
+  /** Series whose child holds one value (counters, gauges). */
+  protected scalarValues(this: Vec<L, C & { value: number }>): ExportedValue[] {
+    return [...this.series.values()].map((s) => ({ labels: s.labels, value: s.child.value }));
   }
 
   protected abstract values(): ExportedValue[];
@@ -141,12 +156,11 @@ export class CounterVec<L extends string = never> extends Vec<L, CounterSeries> 
   }
 
   inc(labels?: LabelSet<L> | number, value?: number): void {
-    if (typeof labels === 'number') this.of(undefined).inc(labels);
-    else this.of(labels).inc(value);
+    this.childOf(labels).inc(valueOf(labels, value));
   }
 
   protected values(): ExportedValue[] {
-    return [...this.series.values()].map((s) => ({ labels: s.labels, value: s.child.value }));
+    return this.scalarValues();
   }
 }
 
@@ -179,22 +193,19 @@ export class GaugeVec<L extends string = never> extends Vec<L, GaugeSeries> {
   }
 
   inc(labels?: LabelSet<L> | number, value?: number): void {
-    if (typeof labels === 'number') this.of(undefined).inc(labels);
-    else this.of(labels).inc(value);
+    this.childOf(labels).inc(valueOf(labels, value));
   }
 
   dec(labels?: LabelSet<L> | number, value?: number): void {
-    if (typeof labels === 'number') this.of(undefined).dec(labels);
-    else this.of(labels).dec(value);
+    this.childOf(labels).dec(valueOf(labels, value));
   }
 
   set(labels: LabelSet<L> | number, value?: number): void {
-    if (typeof labels === 'number') this.of(undefined).set(labels);
-    else this.of(labels).set(value!);
+    this.childOf(labels).set(valueOf(labels, value)!);
   }
 
   protected values(): ExportedValue[] {
-    return [...this.series.values()].map((s) => ({ labels: s.labels, value: s.child.value }));
+    return this.scalarValues();
   }
 }
 
@@ -244,8 +255,7 @@ export class HistogramVec<L extends string = never> extends Vec<L, HistogramSeri
   }
 
   observe(labels: LabelSet<L> | number, value?: number): void {
-    if (typeof labels === 'number') this.of(undefined).observe(labels);
-    else this.of(labels).observe(value!);
+    this.childOf(labels).observe(valueOf(labels, value)!);
   }
 
   protected values(): ExportedValue[] {

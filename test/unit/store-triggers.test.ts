@@ -89,4 +89,21 @@ describe('Store triggers', () => {
     // A field the store does not index (and may not compute) is no trigger.
     expect(triggerFor(opts('', 'status.phase=Running'), '', store)).toBeUndefined();
   });
+
+  it('of several label equalities, a watch listens under the value the fewest objects carry', () => {
+    const store = newStore();
+    const opts = (ls: string) => ({ labelSelector: parseLabelSelector(ls), fieldSelector: parseFieldSelector('') }) as any;
+    // Empty store: no counts tell, the first equality is taken.
+    expect(triggerFor(opts('app=web,cluster=c1'), '', store)).toEqual({ kind: 'label', name: 'app', value: 'web' });
+    for (let i = 0; i < 30; i++) {
+      store.put({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'a', name: `p${i}`, labels: { app: i % 3 === 0 ? 'web' : 'api', cluster: `c${i % 10}` } } });
+    }
+    // web: 10 pods, c1: 3 pods.
+    expect(triggerFor(opts('app=web,cluster=c1'), '', store)).toEqual({ kind: 'label', name: 'cluster', value: 'c1' });
+    expect(triggerFor(opts('cluster=c1,app=web'), '', store)).toEqual({ kind: 'label', name: 'cluster', value: 'c1' });
+    // A value nobody carries yet is the rarest of all; a key without index postings counts as none.
+    expect(triggerFor(opts('app=web,tier=edge'), '', store)).toEqual({ kind: 'label', name: 'tier', value: 'edge' });
+    // Still only one-valued equalities.
+    expect(triggerFor(opts('app=web,cluster in (c1,c2)'), 'a', store)).toEqual({ kind: 'label', name: 'app', value: 'web' });
+  });
 });

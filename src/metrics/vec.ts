@@ -47,8 +47,18 @@ function valueOf(labels: unknown, value: number | undefined): number | undefined
   return typeof labels === 'number' ? labels : value;
 }
 
-// Label values joined with a character no label value of ours contains; a lone value is its own key.
-const SEP = '\u0000';
+/**
+ * One series' key: a lone value is its own key; several are joined by U+0000. Values come from requests too (a
+ * resource name is percent-decoded from the path, so it can hold U+0000): a set with U+0000 or U+0001 in a value
+ * is keyed by its JSON after U+0001 instead, which no joined key starts with, so no two label sets share a series.
+ */
+function seriesKey(values: readonly LabelValue[]): string {
+  if (values.length === 1) return String(values[0]);
+  for (const v of values) {
+    if (typeof v === 'string' && (v.includes('\u0000') || v.includes('\u0001'))) return '\u0001' + JSON.stringify(values);
+  }
+  return values.join('\u0000');
+}
 
 abstract class Vec<L extends string, C> {
   readonly name: string;
@@ -73,7 +83,7 @@ abstract class Vec<L extends string, C> {
     if (values.length !== this.labelNames.length) {
       throw new Error(`metric ${this.name}: ${values.length} label values for the labels ${this.labelNames.join(', ')}`);
     }
-    const key = values.length === 1 ? String(values[0]) : values.join(SEP);
+    const key = seriesKey(values);
     const s = this.series.get(key);
     if (s) return s.child;
     const labels: Record<string, LabelValue> = {};
@@ -103,7 +113,7 @@ abstract class Vec<L extends string, C> {
 
   /** Removes one series, named by its label values. */
   remove(...values: LabelValue[]): void {
-    this.series.delete(values.length === 1 ? String(values[0]) : values.join(SEP));
+    this.series.delete(seriesKey(values));
   }
 
   /** Forgets every series (a metric without labels starts again at zero). */

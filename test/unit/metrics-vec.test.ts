@@ -114,6 +114,22 @@ describe('metric vectors', () => {
     expect(await r.metrics()).toContain('members{cluster="m2"} 2');
   });
 
+  it('keeps label sets apart whatever their values hold, separators included', async () => {
+    const r = new Registry();
+    const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['a', 'b'], registers: [r] });
+    // Joined naively, all three are the same key.
+    c.inc({ a: 'x\u0000y', b: 'z' });
+    c.inc({ a: 'x', b: 'y\u0000z' }, 2);
+    c.labels('x\u0001', 'y').inc(4);
+    c.labels('x', 'y\u0000z').inc(8);
+    const values = (await c.get()).values.map((v) => [v.labels.a, v.labels.b, v.value]);
+    expect(values).toEqual([
+      ['x\u0000y', 'z', 1],
+      ['x', 'y\u0000z', 10],
+      ['x\u0001', 'y', 4],
+    ]);
+  });
+
   it('refuses what prom-client refuses: unknown labels, counters going down, values that are not finite', () => {
     const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['verb'] });
     expect(() => c.inc({ nope: 'x' } as never)).toThrow(/label "nope"/);

@@ -8,6 +8,14 @@ import { CounterVec, GaugeVec, HistogramVec } from './vec.js';
 const COMPONENT = 'apiserver';
 const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
 const REQUEST_LABELS = ['verb', 'dry_run', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
+/**
+ * Label sets per request metric. group, version, resource and subresource are read from the path, unchecked (a
+ * request for a resource that does not exist is still counted, as a 404), so a caller sending made-up names would
+ * otherwise add series, and memory, without end (kube's own apiserver_request_terminations_total had the same
+ * problem, kubernetes/kubernetes#141007). A fleet's real label sets number in the low thousands; past the limit
+ * new ones are counted in one series labelled "overflow".
+ */
+export const REQUEST_SERIES_LIMIT = 20_000;
 
 export interface ApiserverMetrics {
   registry: Registry;
@@ -25,6 +33,7 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       name: 'apiserver_request_total',
       help: 'Counter of apiserver requests broken out for each verb, dry run value, group, version, resource, scope, component, and HTTP response code.',
       labelNames: [...REQUEST_LABELS, 'code'],
+      maxSeries: REQUEST_SERIES_LIMIT,
       registers: [registry],
     }),
     requestDuration: new HistogramVec({
@@ -32,6 +41,7 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       help: 'Response latency distribution in seconds for each verb, dry run value, group, version, resource, subresource, scope and component.',
       labelNames: [...REQUEST_LABELS],
       buckets: DURATION_BUCKETS,
+      maxSeries: REQUEST_SERIES_LIMIT,
       registers: [registry],
     }),
     inflight: new GaugeVec({
@@ -44,6 +54,7 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       name: 'apiserver_longrunning_requests',
       help: 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.',
       labelNames: ['verb', 'group', 'version', 'resource', 'subresource', 'scope', 'component'],
+      maxSeries: REQUEST_SERIES_LIMIT,
       registers: [registry],
     }),
   };

@@ -35,7 +35,16 @@ export interface VecOptions<L extends string> {
   registers?: Registry[];
   /** Called before every export: the place to set gauges that describe the present (prom-client's collect). */
   collect?: () => void | Promise<void>;
+  /**
+   * At most this many label sets. For metrics whose label values come from requests (a resource name is whatever
+   * path a caller sends): past the limit, a new label set is counted in one series whose every label is
+   * "overflow" (as OpenTelemetry's cardinality limit does), so totals stay right and memory stays bounded.
+   */
+  maxSeries?: number;
 }
+
+/** The label value of the series that takes label sets past VecOptions.maxSeries. */
+export const OVERFLOW = 'overflow';
 
 interface Series<C> {
   labels: Record<string, LabelValue>;
@@ -67,12 +76,15 @@ abstract class Vec<L extends string, C> {
   readonly aggregator = 'sum' as const;
   collect?: () => void | Promise<void>;
   protected series = new Map<string, Series<C>>();
+  private readonly maxSeries: number;
+  private overflow: Series<C> | undefined = undefined;
 
   constructor(o: VecOptions<L>) {
     this.name = o.name;
     this.help = o.help;
     this.labelNames = o.labelNames ?? [];
     this.collect = o.collect;
+    this.maxSeries = o.maxSeries ?? Infinity;
     for (const r of o.registers ?? []) r.registerMetric(this as never);
   }
 
@@ -86,11 +98,29 @@ abstract class Vec<L extends string, C> {
     const key = seriesKey(values);
     const s = this.series.get(key);
     if (s) return s.child;
+    if (this.series.size >= this.maxSeries) return this.overflowChild();
     const labels: Record<string, LabelValue> = {};
     for (let i = 0; i < values.length; i++) labels[this.labelNames[i]!] = values[i]!;
     const child = this.newChild();
     this.series.set(key, { labels, child });
     return child;
+  }
+
+  /** The series past maxSeries, exported after the others. */
+  private overflowChild(): C {
+    if (!this.overflow) {
+      const labels: Record<string, LabelValue> = {};
+      for (const n of this.labelNames) labels[n] = OVERFLOW;
+      this.overflow = { labels, child: this.newChild() };
+    }
+    return this.overflow.child;
+  }
+
+  /** Every series, the overflow one last. */
+  protected allSeries(): Series<C>[] {
+    const all = [...this.series.values()];
+    if (this.overflow) all.push(this.overflow);
+    return all;
   }
 
   /** The child for a label set given by name (a label left out is empty). */
@@ -119,11 +149,12 @@ abstract class Vec<L extends string, C> {
   /** Forgets every series (a metric without labels starts again at zero). */
   reset(): void {
     this.series.clear();
+    this.overflow = undefined;
   }
 
   /** Series whose child holds one value (counters, gauges). */
   protected scalarValues(this: Vec<L, C & { value: number }>): ExportedValue[] {
-    return [...this.series.values()].map((s) => ({ labels: s.labels, value: s.child.value }));
+    return this.allSeries().map((s) => ({ labels: s.labels, value: s.child.value }));
   }
 
   protected abstract values(): ExportedValue[];
@@ -271,7 +302,7 @@ export class HistogramVec<L extends string = never> extends Vec<L, HistogramSeri
   protected values(): ExportedValue[] {
     const out: ExportedValue[] = [];
     const bucket = `${this.name}_bucket`;
-    for (const { labels, child } of this.series.values()) {
+    for (const { labels, child } of this.allSeries()) {
       let acc = 0;
       for (let i = 0; i < this.bounds.length; i++) {
         acc += child.counts[i]!;

@@ -130,6 +130,29 @@ describe('metric vectors', () => {
     ]);
   });
 
+  it('past maxSeries, new label sets count in one overflow series; the ones it has keep counting', async () => {
+    const r = new Registry();
+    const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['a', 'b'], maxSeries: 2, registers: [r] });
+    const h = new HistogramVec({ name: 'h', help: 'h', labelNames: ['a'], buckets: [1], maxSeries: 1, registers: [r] });
+    c.inc({ a: '1', b: 'x' });
+    c.labels('2', 'x').inc();
+    c.inc({ a: '3', b: 'x' });
+    c.labels('4', 'x').inc(2);
+    c.inc({ a: '1', b: 'x' });
+    h.observe({ a: 'kept' }, 0.5);
+    h.observe({ a: 'past' }, 2);
+    const text = await r.metrics();
+    expect(text).toContain('c{a="1",b="x"} 2');
+    expect(text).toContain('c{a="2",b="x"} 1');
+    expect(text).toContain('c{a="overflow",b="overflow"} 3');
+    expect(text).not.toContain('a="3"');
+    expect(text).toContain('h_count{a="kept"} 1');
+    expect(text).toContain('h_bucket{le="+Inf",a="overflow"} 1');
+    c.reset();
+    c.inc({ a: '5', b: 'x' });
+    expect(await r.metrics()).not.toContain('overflow",b');
+  });
+
   it('refuses what prom-client refuses: unknown labels, counters going down, values that are not finite', () => {
     const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['verb'] });
     expect(() => c.inc({ nope: 'x' } as never)).toThrow(/label "nope"/);

@@ -119,7 +119,6 @@ function userKey(u: Attributes['user']): string {
   return key;
 }
 
-
 function shouldCache(a: Attributes): boolean {
   const size = a.namespace.length + a.verb.length + a.apiGroup.length + a.apiVersion.length + a.resource.length +
     a.subresource.length + a.name.length + a.path.length;

@@ -152,11 +152,6 @@ abstract class Vec<L extends string, C> {
     this.overflow = undefined;
   }
 
-  /** Series whose child holds one value (counters, gauges). */
-  protected scalarValues(this: Vec<L, C & { value: number }>): ExportedValue[] {
-    return this.allSeries().map((s) => ({ labels: s.labels, value: s.child.value }));
-  }
-
   protected abstract values(): ExportedValue[];
   abstract get type(): ExportedMetric['type'];
 
@@ -175,6 +170,13 @@ abstract class Vec<L extends string, C> {
   }
 }
 
+/** A vector whose series each hold one value (counters, gauges). */
+abstract class ScalarVec<L extends string, C extends { value: number }> extends Vec<L, C> {
+  protected values(): ExportedValue[] {
+    return this.allSeries().map((s) => ({ labels: s.labels, value: s.child.value }));
+  }
+}
+
 export interface CounterChild {
   inc(value?: number): void;
 }
@@ -187,7 +189,7 @@ class CounterSeries implements CounterChild {
   }
 }
 
-export class CounterVec<L extends string = never> extends Vec<L, CounterSeries> {
+export class CounterVec<L extends string = never> extends ScalarVec<L, CounterSeries> {
   get type(): 'counter' {
     return 'counter';
   }
@@ -198,10 +200,6 @@ export class CounterVec<L extends string = never> extends Vec<L, CounterSeries> 
 
   inc(labels?: LabelSet<L> | number, value?: number): void {
     this.childOf(labels).inc(valueOf(labels, value));
-  }
-
-  protected values(): ExportedValue[] {
-    return this.scalarValues();
   }
 }
 
@@ -224,7 +222,7 @@ class GaugeSeries implements GaugeChild {
   }
 }
 
-export class GaugeVec<L extends string = never> extends Vec<L, GaugeSeries> {
+export class GaugeVec<L extends string = never> extends ScalarVec<L, GaugeSeries> {
   get type(): 'gauge' {
     return 'gauge';
   }
@@ -243,10 +241,6 @@ export class GaugeVec<L extends string = never> extends Vec<L, GaugeSeries> {
 
   set(labels: LabelSet<L> | number, value?: number): void {
     this.childOf(labels).set(valueOf(labels, value)!);
-  }
-
-  protected values(): ExportedValue[] {
-    return this.scalarValues();
   }
 }
 

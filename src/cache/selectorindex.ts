@@ -148,15 +148,6 @@ function removeKey(postings: Postings, value: string, key: string): void {
   else if (p.size === 1) postings.set(value, p.from().next().value as string);
 }
 
-/**
- * How many objects carry the label value now; undefined while the index is not kept or does not index the key.
- * Watches use it to listen under their rarest value (src/cache/watch.ts triggerFor).
- */
-export function labelValueCount(idx: SelectorIndex, key: string, value: string): number | undefined {
-  if (idx.state !== 'built' || !idx.labelsOn || (idx.labelKeys && !idx.labelKeys.has(key))) return undefined;
-  return postingSize(idx.labels.get(key)?.get(value));
-}
-
 function postingSize(p: Posting | undefined): number {
   return p === undefined ? 0 : typeof p === 'string' ? 1 : p.size;
 }

@@ -202,22 +202,29 @@ function currentCursor(keys: SortedKeys, objects: Map<string, StoredObject>, fro
 export type Listener = (ev: StoreEvent) => void;
 
 /**
- * The one value a listener's selection demands of a label or a selectable field (kube's cacher calls these
- * trigger functions): the listener gets only the events whose object, or whose previous state, has that value.
- * With a thousand watches on different nodes or apps, an event then costs a few calls instead of a thousand
- * selector matches. A narrowing only: the listener still matches every event it gets.
+ * What a listener's selection demands of every object it can see (kube's cacher calls these trigger functions):
+ * the listener gets only the events whose object, or whose previous state, satisfies it. With a thousand watches on
+ * different nodes or apps, an event then costs a few calls instead of a thousand selector matches. A narrowing
+ * only: the listener still matches every event it gets.
  */
-export interface Trigger {
-  /** field: a selectable field (fieldsOf); namespace: the object's namespace. */
-  readonly kind: 'label' | 'field' | 'namespace';
-  readonly name: string;
-  readonly value: string;
-}
+export type Trigger =
+  /** A selectable field (fieldsOf) has the value. */
+  | { readonly kind: 'field'; readonly name: string; readonly value: string }
+  /** The object is in the namespace. */
+  | { readonly kind: 'namespace'; readonly value: string }
+  /** Each of the labels has its value (one or more, by key in ascending order). */
+  | { readonly kind: 'labels'; readonly labels: ReadonlyArray<readonly [key: string, value: string]> };
 
-/** Listeners with triggers on one label or field: value -> listeners. */
+/**
+ * Listeners whose triggers ask the same field, or the same set of label keys: the value asked -> listeners. For
+ * several labels the value is their values joined by U+0000: an object that has every value the listener asks gives
+ * the same string (two sets of values that join alike only mean a listener called for an event it then rejects).
+ */
 interface TriggerGroup {
   readonly kind: Trigger['kind'];
+  /** The field's name, or the label keys. */
   readonly name: string;
+  readonly keys: readonly string[];
   readonly byValue: Map<string, Set<Listener>>;
 }
 
@@ -590,11 +597,15 @@ export class Store {
       this.listeners.add(l);
       return () => this.listeners.delete(l);
     }
-    const id = `${trigger.kind}\u0000${trigger.name}`;
+    const keys = trigger.kind === 'labels' ? trigger.labels.map(([k]) => k) : [];
+    const name = trigger.kind === 'field' ? trigger.name : '';
+    // JSON, not a join: keys that contain the separator must not make two groups one.
+    const id = `${trigger.kind}\u0000${name}\u0000${JSON.stringify(keys)}`;
+    const value = trigger.kind === 'labels' ? trigger.labels.map(([, v]) => v).join('\u0000') : trigger.value;
     let group = this.triggers.get(id);
-    if (!group) this.triggers.set(id, (group = { kind: trigger.kind, name: trigger.name, byValue: new Map() }));
-    let set = group.byValue.get(trigger.value);
-    if (!set) group.byValue.set(trigger.value, (set = new Set()));
+    if (!group) this.triggers.set(id, (group = { kind: trigger.kind, name, keys, byValue: new Map() }));
+    let set = group.byValue.get(value);
+    if (!set) group.byValue.set(value, (set = new Set()));
     set.add(l);
     this.triggered++;
     const g = group;
@@ -605,7 +616,7 @@ export class Store {
       active = false;
       bucket.delete(l);
       this.triggered--;
-      if (bucket.size === 0 && g.byValue.get(trigger.value) === bucket) g.byValue.delete(trigger.value);
+      if (bucket.size === 0 && g.byValue.get(value) === bucket) g.byValue.delete(value);
       if (g.byValue.size === 0 && this.triggers.get(id) === g) this.triggers.delete(id);
       return true;
     };
@@ -618,10 +629,10 @@ export class Store {
   private dispatchTriggered(ev: StoreEvent): void {
     for (const g of this.triggers.values()) {
       const now = triggerValue(g, ev.object);
-      if (now !== undefined) g.byValue.get(now)?.forEach((l) => l(ev));
+      if (now !== undefined) callAll(g.byValue.get(now), ev);
       const before = ev.prev && triggerValue(g, ev.prev);
       // An object that left the value: its watchers see it go (a listener sits under one value, so none twice).
-      if (before !== undefined && before !== now) g.byValue.get(before)?.forEach((l) => l(ev));
+      if (before !== undefined && before !== now) callAll(g.byValue.get(before), ev);
     }
   }
 
@@ -719,8 +730,22 @@ export class Store {
 const REHOME_BATCH = 50_000;
 
 /** The object's value for a trigger group; a field's absence reads as "" (fields.Set.Get), a label's as none. */
+function callAll(ls: Set<Listener> | undefined, ev: StoreEvent): void {
+  if (ls) for (const l of ls) l(ev);
+}
+
 function triggerValue(g: TriggerGroup, o: StoredObject): string | undefined {
-  if (g.kind === 'label') return Object.hasOwn(o.labels, g.name) ? o.labels[g.name] : undefined;
+  if (g.kind === 'labels') {
+    const keys = g.keys;
+    const labels = o.labels;
+    if (!Object.hasOwn(labels, keys[0])) return undefined;
+    let v = labels[keys[0]];
+    for (let i = 1; i < keys.length; i++) {
+      if (!Object.hasOwn(labels, keys[i])) return undefined;
+      v += '\u0000' + labels[keys[i]];
+    }
+    return v;
+  }
   if (g.kind === 'namespace') return o.namespace;
   return o.fields[g.name] ?? '';
 }

@@ -12,7 +12,6 @@ import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
-import { labelValueCount } from './selectorindex.js';
 import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
 import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject, type Trigger } from './store.js';
 
@@ -249,30 +248,26 @@ export function serveWatch(
 
 
 /**
- * The value a watch's selection demands of every object it can see, for Store.subscribe: a field the store indexes
- * (spec.nodeName for pods, what kube's cacher triggers on), else a label equality, else the namespace. Any of them
- * is correct (the watch still matches every event it gets); only the number of events it is shown differs. Of
- * several label equalities, the one whose value the fewest objects carry now (the store's index says): a watch of
- * app=web,fleetgate.io/cluster=c is then called for c's changes of web, not every change of web in the fleet.
+ * What a watch's selection demands of every object it can see, for Store.subscribe: a field the store indexes
+ * (spec.nodeName for pods, what kube's cacher triggers on), else its one-valued label equalities together, else the
+ * namespace. Any of them is correct (the watch still matches every event it gets); only the number of events it is
+ * shown differs. All the equalities at once: a watch of app=web,fleetgate.io/cluster=c is called for c's changes of
+ * web, not for every change in c or every change of web in the fleet.
  */
 export function triggerFor(opts: ListOptions, namespace: string, store: Store): Trigger | undefined {
   for (const r of opts.fieldSelector.requirements) {
     if (r.operator !== '!=' && store.index?.fields.has(r.field)) return { kind: 'field', name: r.field, value: r.value };
   }
-  let best: Trigger | undefined;
-  let fewest = Infinity;
+  const labels = new Map<string, string>();
   for (const r of opts.labelSelector.requirements) {
-    // One value only: a listener sits under one value, so an object moving between two of its values can't reach it twice.
-    if ((r.operator === '=' || r.operator === '==' || r.operator === 'in') && r.values.length === 1) {
-      const count = store.index ? labelValueCount(store.index, r.key, r.values[0]!) : undefined;
-      if (best === undefined || (count !== undefined && count < fewest)) {
-        best = { kind: 'label', name: r.key, value: r.values[0]! };
-        fewest = count ?? Infinity;
-      }
+    // One value only: a listener sits under one value, so an object moving between two of its values can't reach it
+    // twice. A key asked twice with two values matches nothing; its first value is as good a trigger as any.
+    if ((r.operator === '=' || r.operator === '==' || r.operator === 'in') && r.values.length === 1 && !labels.has(r.key)) {
+      labels.set(r.key, r.values[0]!);
     }
   }
-  if (best) return best;
-  return namespace ? { kind: 'namespace', name: '', value: namespace } : undefined;
+  if (labels.size > 0) return { kind: 'labels', labels: [...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) };
+  return namespace ? { kind: 'namespace', value: namespace } : undefined;
 }
 
 let flushes: Array<() => void> = [];

@@ -25,10 +25,11 @@ function newStore(): Store {
   return new Store({ clock: newRvClock(), windowSize: 100_000, fieldsOf: podFields, index: { fields: ['spec.nodeName'], labels: true } });
 }
 
-function value(t: Trigger, o: StoreEvent['object']): string | undefined {
-  if (t.kind === 'label') return Object.hasOwn(o.labels, t.name) ? o.labels[t.name] : undefined;
-  if (t.kind === 'namespace') return o.namespace;
-  return o.fields[t.name] ?? '';
+/** Whether the object satisfies the trigger, read straight from the definition. */
+function satisfies(t: Trigger, o: StoreEvent['object']): boolean {
+  if (t.kind === 'labels') return t.labels.every(([k, v]) => Object.hasOwn(o.labels, k) && o.labels[k] === v);
+  if (t.kind === 'namespace') return o.namespace === t.value;
+  return (o.fields[t.name] ?? '') === t.value;
 }
 
 describe('Store triggers', () => {
@@ -38,10 +39,13 @@ describe('Store triggers', () => {
       const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
       const store = newStore();
       const triggers: Trigger[] = [
-        ...APPS.map((v) => ({ kind: 'label' as const, name: 'app', value: v })),
-        { kind: 'label', name: 'tier', value: 'x' },
+        ...APPS.map((v) => ({ kind: 'labels' as const, labels: [['app', v]] as const })),
+        { kind: 'labels', labels: [['tier', 'x']] },
+        // Several labels: called only when every one has its value.
+        ...APPS.map((v) => ({ kind: 'labels' as const, labels: [['app', v], ['tier', 'x']] as const })),
+        { kind: 'labels', labels: [['app', 'web'], ['tier', 'y']] },
         ...NODES.map((v) => ({ kind: 'field' as const, name: 'spec.nodeName', value: v })),
-        ...NAMESPACES.map((v) => ({ kind: 'namespace' as const, name: '', value: v })),
+        ...NAMESPACES.map((v) => ({ kind: 'namespace' as const, value: v })),
       ];
       const got = triggers.map(() => [] as StoreEvent[]);
       const all: StoreEvent[] = [];
@@ -64,12 +68,12 @@ describe('Store triggers', () => {
         }
         const labels: Record<string, string> = {};
         if (r() < 0.8) labels.app = pick(APPS);
-        if (r() < 0.3) labels.tier = 'x';
+        if (r() < 0.5) labels.tier = pick(['x', 'y']);
         store.put({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: ns, name, labels }, spec: { nodeName: pick(NODES) } } as any);
       }
       triggers.forEach((t, i) => {
         const events = i === 0 ? all.slice(0, stoppedAt) : all;
-        const want = events.filter((ev) => value(t, ev.object) === t.value || (ev.prev !== undefined && value(t, ev.prev) === t.value));
+        const want = events.filter((ev) => satisfies(t, ev.object) || (ev.prev !== undefined && satisfies(t, ev.prev)));
         expect(got[i]!.map((e) => e.rv), `seed ${seed} trigger ${JSON.stringify(t)}`).toEqual(want.map((e) => e.rv));
       });
       stops.forEach((s) => s());
@@ -77,33 +81,45 @@ describe('Store triggers', () => {
     }
   });
 
-  it('a watch triggers on an indexed field first, then a one-valued label equality, then its namespace', () => {
+  it('a watch triggers on an indexed field first, then its one-valued label equalities, then its namespace', () => {
     const store = newStore();
     const opts = (ls: string, fs: string) => ({ labelSelector: parseLabelSelector(ls), fieldSelector: parseFieldSelector(fs) }) as any;
     expect(triggerFor(opts('app=web', 'spec.nodeName=n1'), 'a', store)).toEqual({ kind: 'field', name: 'spec.nodeName', value: 'n1' });
-    expect(triggerFor(opts('app=web', 'spec.nodeName!=n1'), 'a', store)).toEqual({ kind: 'label', name: 'app', value: 'web' });
-    expect(triggerFor(opts('app in (web)', ''), '', store)).toEqual({ kind: 'label', name: 'app', value: 'web' });
+    expect(triggerFor(opts('app=web', 'spec.nodeName!=n1'), 'a', store)).toEqual({ kind: 'labels', labels: [['app', 'web']] });
+    expect(triggerFor(opts('app in (web)', ''), '', store)).toEqual({ kind: 'labels', labels: [['app', 'web']] });
     // Two values: the object could move from one to the other; not a trigger.
-    expect(triggerFor(opts('app in (web,api)', 'status.phase=Running'), 'a', store)).toEqual({ kind: 'namespace', name: '', value: 'a' });
+    expect(triggerFor(opts('app in (web,api)', 'status.phase=Running'), 'a', store)).toEqual({ kind: 'namespace', value: 'a' });
     expect(triggerFor(opts('app!=web,tier', ''), '', store)).toBeUndefined();
     // A field the store does not index (and may not compute) is no trigger.
     expect(triggerFor(opts('', 'status.phase=Running'), '', store)).toBeUndefined();
   });
 
-  it('of several label equalities, a watch listens under the value the fewest objects carry', () => {
+  it('of several label equalities, a watch listens under all of them, keys in order', () => {
     const store = newStore();
     const opts = (ls: string) => ({ labelSelector: parseLabelSelector(ls), fieldSelector: parseFieldSelector('') }) as any;
-    // Empty store: no counts tell, the first equality is taken.
-    expect(triggerFor(opts('app=web,cluster=c1'), '', store)).toEqual({ kind: 'label', name: 'app', value: 'web' });
-    for (let i = 0; i < 30; i++) {
-      store.put({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'a', name: `p${i}`, labels: { app: i % 3 === 0 ? 'web' : 'api', cluster: `c${i % 10}` } } });
-    }
-    // web: 10 pods, c1: 3 pods.
-    expect(triggerFor(opts('app=web,cluster=c1'), '', store)).toEqual({ kind: 'label', name: 'cluster', value: 'c1' });
-    expect(triggerFor(opts('cluster=c1,app=web'), '', store)).toEqual({ kind: 'label', name: 'cluster', value: 'c1' });
-    // A value nobody carries yet is the rarest of all; a key without index postings counts as none.
-    expect(triggerFor(opts('app=web,tier=edge'), '', store)).toEqual({ kind: 'label', name: 'tier', value: 'edge' });
-    // Still only one-valued equalities.
-    expect(triggerFor(opts('app=web,cluster in (c1,c2)'), 'a', store)).toEqual({ kind: 'label', name: 'app', value: 'web' });
+    const both = { kind: 'labels', labels: [['app', 'web'], ['cluster', 'c1']] };
+    expect(triggerFor(opts('app=web,cluster=c1'), '', store)).toEqual(both);
+    expect(triggerFor(opts('cluster=c1,app=web'), '', store)).toEqual(both);
+    expect(triggerFor(opts('cluster in (c1),app==web,tier!=x'), '', store)).toEqual(both);
+    // Only one-valued equalities.
+    expect(triggerFor(opts('app=web,cluster in (c1,c2)'), 'a', store)).toEqual({ kind: 'labels', labels: [['app', 'web']] });
+  });
+
+  it('a watch of several labels is called only for objects with all of them, and sees one leave', () => {
+    const store = newStore();
+    const opts = { labelSelector: parseLabelSelector('app=web,cluster=c1'), fieldSelector: parseFieldSelector('') } as any;
+    const got: string[] = [];
+    store.subscribe((ev) => got.push(`${ev.type} ${ev.object.name}`), triggerFor(opts, '', store));
+    const pod = (name: string, labels: Record<string, string>) => ({ apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'a', name, labels } }) as any;
+    store.put(pod('p1', { app: 'web', cluster: 'c2' }));
+    store.put(pod('p2', { app: 'api', cluster: 'c1' }));
+    store.put(pod('p3', { cluster: 'c1' }));
+    store.put(pod('p4', { app: 'web', cluster: 'c1' }));
+    store.put(pod('p4', { app: 'web', cluster: 'c1', v: '2' }));
+    store.put(pod('p1', { app: 'web', cluster: 'c1' }));
+    store.put(pod('p4', { app: 'web', cluster: 'c2' }));
+    store.remove('a/p1');
+    store.put(pod('p2', { app: 'api', cluster: 'c2' }));
+    expect(got).toEqual(['ADDED p4', 'MODIFIED p4', 'MODIFIED p1', 'MODIFIED p4', 'DELETED p1']);
   });
 });

@@ -13,7 +13,7 @@ import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
 import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
-import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoredObject, type Trigger } from './store.js';
+import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoreEventType, type StoredObject, type Trigger } from './store.js';
 
 export interface WatchSettings {
   /** How often a watcher that asked for bookmarks gets one. The apiserver sends about one a minute. */
@@ -289,7 +289,7 @@ interface Encoder {
    * is the event's previous state under the event's version: what a watcher sees of an object that stopped
    * matching its selectors.
    */
-  event(ev: StoreEvent, type: WatchEventType, leftSelection: boolean): Buffer;
+  event(ev: StoreEvent, type: StoreEventType, leftSelection: boolean): Buffer;
   /** A synthetic ADDED for a watch that starts from the current state. */
   synthetic(obj: StoredObject): Buffer;
   bookmark(rv: string, annotations?: Record<string, string>): string;
@@ -307,6 +307,7 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
   if (form.as === 'table') {
     // The first event carries the column definitions, later ones do not (kubectl reuses the last columns).
     let headerSent = false;
+    const keys = eventKeys(`table:${form.include}`);
     const table = (obj: StoredObject, headers: boolean): string => {
       const { prefix, suffix } = tableHeadJson(target.printer, { resourceVersion: String(obj.rv) }, !headers);
       return prefix + tableRowOf(target.printer, obj, form.include, Date.now()) + suffix;
@@ -317,8 +318,8 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
           headerSent = true;
           return encodeWatchEvent(type, table(stateOf(ev, leftSelection), true));
         }
-        const key = `table:${form.include}:${type}:${leftSelection}`;
-        return cached(ev, key, () => encodeWatchEvent(type, table(stateOf(ev, leftSelection), false)));
+        const key = keys[type][leftSelection ? 1 : 0];
+        return cachedEvent(ev, key) ?? cacheEvent(ev, key, encodeWatchEvent(type, table(stateOf(ev, leftSelection), false)));
       },
       synthetic(obj) {
         const b = encodeWatchEvent('ADDED', table(obj, !headerSent));
@@ -329,21 +330,31 @@ function encoderFor(target: ListTarget, form: ResponseForm, store: Store): Encod
     };
   }
   const body = form.as === 'metadata' ? (o: StoredObject): string | Buffer => partialObjectMetadataJson({ metadata: metadataOf(o) }) : (o: StoredObject): string | Buffer => o.json;
+  const keys = eventKeys(form.as);
   return {
     event(ev, type, leftSelection) {
-      return cached(ev, `${form.as}:${type}:${leftSelection}`, () => encodeWatchEvent(type, body(stateOf(ev, leftSelection))));
+      const key = keys[type][leftSelection ? 1 : 0];
+      return cachedEvent(ev, key) ?? cacheEvent(ev, key, encodeWatchEvent(type, body(stateOf(ev, leftSelection))));
     },
     synthetic: (obj) => encodeWatchEvent('ADDED', body(obj)),
     bookmark,
   };
 }
 
-function cached(ev: StoreEvent, key: string, make: () => Buffer): Buffer {
-  const encoded = (ev.encoded ??= new Map());
-  let b = encoded.get(key);
-  if (!b) {
-    b = make();
-    encoded.set(key, b);
-  }
+/**
+ * The keys of one encoder's forms of an event in StoreEvent.encoded (for a left selection second), made once per
+ * watch: built per delivery, each string was hashed anew on every lookup.
+ */
+function eventKeys(form: string): Record<StoreEventType, readonly [string, string]> {
+  const pair = (type: StoreEventType) => [`${form}:${type}:false`, `${form}:${type}:true`] as const;
+  return { ADDED: pair('ADDED'), MODIFIED: pair('MODIFIED'), DELETED: pair('DELETED') };
+}
+
+function cachedEvent(ev: StoreEvent, key: string): Buffer | undefined {
+  return ev.encoded?.get(key);
+}
+
+function cacheEvent(ev: StoreEvent, key: string, b: Buffer): Buffer {
+  (ev.encoded ??= new Map()).set(key, b);
   return b;
 }

@@ -10,7 +10,7 @@ import { groupVersion } from '../api/resource.js';
 import { tooOldResourceVersionError } from '../api/resourceversion.js';
 import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
-import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION, type WatchEventType } from '../api/watch.js';
+import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION } from '../api/watch.js';
 import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
 import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoreEventType, type StoredObject, type Trigger } from './store.js';

@@ -15,6 +15,8 @@ const STAMP_BYTES = Buffer.from('"bench/t":"');
 const RATE = 2000;
 const WATCHERS = 1000;
 /** HTTP/2 watchers share this many connections, as that many client-go processes would (one per host each). */
+/** Where the churn's start ends, for the lag figures split there. */
+const SETTLE_MS = 3000;
 const H2_SESSIONS = 10;
 
 type Protocol = 'h2' | 'http/1.1';
@@ -23,6 +25,8 @@ interface Watcher {
   selector: string;
   kind: 'all' | 'label' | 'node' | 'none';
   events: number;
+  /** Bytes received. */
+  bytes: number;
   lags: number[];
   ended: boolean;
   endedEarly: boolean;
@@ -33,7 +37,13 @@ interface Watcher {
  * Counts each delivered line that carries a stamp and records its lag. It scans the bytes as they come (no
  * decoding to strings): at ~50,000 events/s of ~5 KB the watchers' own process is a third of a core already.
  */
-function lineReader(w: Watcher, lags: number[]): (chunk: Buffer) => void {
+/** Every delivery's lag, and when it arrived (ms since the epoch), in arrival order. */
+interface Deliveries {
+  lags: number[];
+  at: number[];
+}
+
+function lineReader(w: Watcher, d: Deliveries): (chunk: Buffer) => void {
   let tail: Buffer | undefined;
   const scan = (b: Buffer, now: number): number => {
     let start = 0;
@@ -43,7 +53,8 @@ function lineReader(w: Watcher, lags: number[]): (chunk: Buffer) => void {
       if (stamp >= 0 && stamp < nl) {
         const from = stamp + STAMP_BYTES.length;
         const lag = now - Number(b.toString('latin1', from, b.indexOf(34, from)));
-        lags.push(lag);
+        d.lags.push(lag);
+        d.at.push(now);
         w.lags.push(lag);
         w.events++;
       }
@@ -53,6 +64,7 @@ function lineReader(w: Watcher, lags: number[]): (chunk: Buffer) => void {
   };
   return (chunk) => {
     const now = performance.timeOrigin + performance.now();
+    w.bytes += chunk.length;
     if (tail) {
       // Only the line that spans the chunks is joined.
       const nl = chunk.indexOf(10);
@@ -68,11 +80,11 @@ function lineReader(w: Watcher, lags: number[]): (chunk: Buffer) => void {
   };
 }
 
-function openWatch(ep: ClusterEndpoint, w: Watcher, path: string, lags: number[], open: () => void, fail: (e: Error) => void): void {
+function openWatch(ep: ClusterEndpoint, w: Watcher, path: string, d: Deliveries, open: () => void, fail: (e: Error) => void): void {
   const req = httpsGet(new URL(path, ep.url), { agent: agentFor(ep), headers: { accept: 'application/json' } }, (res) => {
     if (res.statusCode !== 200) return fail(new Error(`watch ${path}: ${res.statusCode}`));
     open();
-    res.on('data', lineReader(w, lags));
+    res.on('data', lineReader(w, d));
     res.on('end', () => (w.ended = true));
     res.on('error', () => (w.ended = true));
   });
@@ -92,13 +104,13 @@ function openSession(ep: ClusterEndpoint): Promise<ClientHttp2Session> {
   });
 }
 
-function openWatchH2(session: ClientHttp2Session, w: Watcher, path: string, lags: number[], open: () => void, fail: (e: Error) => void): void {
+function openWatchH2(session: ClientHttp2Session, w: Watcher, path: string, d: Deliveries, open: () => void, fail: (e: Error) => void): void {
   const stream = session.request({ ':path': path, accept: 'application/json' });
   stream.once('response', (headers) => {
     if (headers[':status'] !== 200) return fail(new Error(`watch ${path}: ${headers[':status']}`));
     open();
   });
-  stream.on('data', lineReader(w, lags));
+  stream.on('data', lineReader(w, d));
   stream.on('end', () => (w.ended = true));
   stream.on('error', (e) => (w.ended ? undefined : ((w.ended = true), fail(e))));
   w.close = () => stream.close();
@@ -110,7 +122,7 @@ interface PhaseResult {
   dropped: number;
   droppedKinds: string[];
   unfiltered: number[];
-  made: { ops: number; ms: number };
+  made: { ops: number; events: number; ms: number };
 }
 
 /** 1,000 watches over one protocol, the churn for `seconds`, and what arrived. */
@@ -128,7 +140,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     // 1% unfiltered, 29% app + cluster labels, 35% one node, 35% a label nothing carries; which app, member
     // and node drawn at random, so the selective watchers share the churn evenly.
     const k = i % 100;
-    const base = { events: 0, lags: [] as number[], ended: false, endedEarly: false };
+    const base = { events: 0, bytes: 0, lags: [] as number[], ended: false, endedEarly: false };
     watchers.push(
       k < 1
         ? { kind: 'all', selector: '', ...base }
@@ -139,7 +151,8 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
             : { kind: 'none', selector: `labelSelector=${encodeURIComponent(`app=absent-${i}`)}`, ...base },
     );
   }
-  const lags: number[] = [];
+  const d: Deliveries = { lags: [], at: [] };
+  const lags = d.lags;
   const sessions = protocol === 'h2' ? await Promise.all(Array.from({ length: H2_SESSIONS }, () => openSession(ep))) : [];
   try {
     const t0 = performance.now();
@@ -150,8 +163,8 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
           (w, j) =>
             new Promise<void>((resolve, reject) => {
               const path = `/api/v1/namespaces/churn/pods?watch=1&allowWatchBookmarks=true&resourceVersion=${rv}&timeoutSeconds=3600${w.selector ? `&${w.selector}` : ''}`;
-              if (protocol === 'h2') openWatchH2(sessions[Math.floor(((i + j) * sessions.length) / watchers.length)]!, w, path, lags, resolve, reject);
-              else openWatch(ep, w, path, lags, resolve, reject);
+              if (protocol === 'h2') openWatchH2(sessions[Math.floor(((i + j) * sessions.length) / watchers.length)]!, w, path, d, resolve, reject);
+              else openWatch(ep, w, path, d, resolve, reject);
             }),
         ),
       );
@@ -185,10 +198,19 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     const gwBusy = (cpu1.sched.runNs - cpu0.sched.runNs) / 1e6 / churnMs;
     const gwWaiting = (cpu1.sched.waitNs - cpu0.sched.waitNs) / 1e6 / churnMs;
     const s = summarize(lags);
+    // The churn's first seconds apart from the rest: every process starts the churn from idle, and the lag climbs
+    // there before it settles (or does not).
+    const settledFrom = performance.timeOrigin + c0 + SETTLE_MS;
+    const early = summarize(lags.filter((_, i) => d.at[i]! < settledFrom));
+    const settled = summarize(lags.filter((_, i) => d.at[i]! >= settledFrom));
     const dropped = watchers.filter((w) => w.endedEarly);
     const perKind = (k: Watcher['kind']) => watchers.filter((w) => w.kind === k).reduce((a, w) => a + w.events, 0);
+    // What the watchers asked for: an unfiltered watcher every change the members made, a dropped one included; a
+    // selective one what it got (a lower bound if one of those was dropped).
+    const asked = watchers.reduce((a, w) => a + (w.kind === 'all' ? made.events : w.events), 0);
+    const bytesPerEvent = watchers.reduce((a, w) => a + w.bytes, 0) / Math.max(1, delivered);
     const p99Of = (k: Watcher['kind']) => round(summarize(watchers.filter((w) => w.kind === k).flatMap((w) => w.lags)).p99);
-    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; member relists ${counters1.relists - counters0.relists}, watch restarts ${counters1.watchRestarts - counters0.watchRestarts}; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)} (main thread on a core ${round(gwBusy, 2)}, waiting for one ${round(gwWaiting, 2)}), watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
+    log(`06 ${protocol}: ${delivered} events delivered, lag p50 ${round(s.p50)} p99 ${round(s.p99)} ms (p99 in the first ${SETTLE_MS / 1000} s ${round(early.p99)}, after ${round(settled.p99)}; unfiltered ${p99Of('all')}, label ${p99Of('label')}, node ${p99Of('node')}; at the gateway's store p50 ${round(intake.p50)} p99 ${round(intake.p99)}), ${dropped.length} dropped, ${round(cpuUs / delivered, 1)} µs gateway CPU per event; member relists ${counters1.relists - counters0.relists}, watch restarts ${counters1.watchRestarts - counters0.watchRestarts}; CPU share gateway ${round(cpuUs / 1000 / churnMs, 2)} (main thread on a core ${round(gwBusy, 2)}, waiting for one ${round(gwWaiting, 2)}), watchers ${round((own.user + own.system) / 1000 / churnMs, 2)}, members ${round(simShare, 2)}`);
     return {
       figures: {
         churn_s: round(churnMs / 1000),
@@ -200,6 +222,11 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         delivered_label: perKind('label'),
         delivered_node: perKind('node'),
         delivered_none: perKind('none'),
+        member_changes_made: made.events,
+        asked_events: asked,
+        asked_per_s: round(asked / (churnMs / 1000)),
+        asked_MB_per_s: round((asked * bytesPerEvent) / 1e6 / (churnMs / 1000)),
+        delivered_to_asked_ratio: round(delivered / Math.max(1, asked), 3),
         lag_p50_ms: round(s.p50),
         lag_p90_ms: round(s.p90),
         lag_p99_ms: round(s.p99),
@@ -207,6 +234,8 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         lag_p99_unfiltered_ms: p99Of('all'),
         lag_p99_label_ms: p99Of('label'),
         lag_p99_node_ms: p99Of('node'),
+        lag_p99_first_3s_ms: round(early.p99),
+        lag_p99_after_3s_ms: round(settled.p99),
         // The same stamps read where the gateway's cache stores the change: what the members and the gateway's
         // intake add before the fan-out starts.
         intake_lag_p50_ms: round(intake.p50),

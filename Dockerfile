@@ -25,11 +25,10 @@ RUN npm ci --omit=dev --ignore-scripts --no-audit --no-fund && npm cache clean -
 # ---- runtime ----------------------------------------------------------------------------------------------------
 FROM node:20-slim
 ENV NODE_ENV=production
-# The cache keeps every object's JSON in a malloc'd buffer of its own: a synced cache is gigabytes touched for the
-# first time, 4 KiB page fault by page fault. With this glibc asks for transparent huge pages (where the node's
-# /sys/kernel/mm/transparent_hugepage/enabled is madvise or always). On the benchmark machine that cut the cost of
-# allocating and filling a 5 KB buffer that stays alive from 24.5 to 10.7 µs (docs/operations.md, "Memory").
-ENV GLIBC_TUNABLES=glibc.malloc.hugetlb=1
+# No GLIBC_TUNABLES: glibc.malloc.hugetlb=1 (transparent huge pages for malloc) was set here until 2026-11-27. Measured
+# again then on the benchmark VM, it made a cold sync no faster and the fan-out of watches slower and less steady
+# (every large write buffer of a TLS or HTTP/2 connection came in fresh huge pages); docs/operations.md, "Memory",
+# says when to set it.
 WORKDIR /app
 # package.json marks the installation root: the default audit policy and flow-control files (config/) are found
 # next to it.

@@ -13,8 +13,8 @@ export interface ArenaOptions {
   /**
    * Slabs grow with the arena, to an eighth of what it holds, up to this (64 MiB; default slabBytes when slabBytes
    * is given): fewer, larger mappings, which the kernel backs with huge pages more often where malloc asks for them
-   * (glibc.malloc.hugetlb=1, as the image sets it; measured here, 4 MiB mappings were half huge pages, 64 MiB ones
-   * nearly all). Every first write to a page is a fault, and at a million pods the slabs are ~5 GB.
+   * (glibc.malloc.hugetlb=1; measured here, 4 MiB mappings were half huge pages, 64 MiB ones nearly all). Every
+   * first write to a page is a fault, and at a million pods the slabs are ~5 GB.
    */
   maxSlabBytes?: number;
   /** Dead bytes tolerated before evacuating, besides as many as are live (64 MiB). */

@@ -61,8 +61,9 @@ function spawnChild(mode: string, arg: unknown, heapMB: number, log: (m: string)
   const prof = process.env.FLEETGATE_BENCH_CPUPROF ? ['--cpu-prof', `--cpu-prof-dir=${process.env.FLEETGATE_BENCH_CPUPROF}`] : [];
   const proc = spawn(process.execPath, [`--max-old-space-size=${heapMB}`, '--expose-gc', ...prof, ...(process.env[`FLEETGATE_BENCH_${mode.toUpperCase()}_FLAGS`]?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', self, mode, JSON.stringify(arg)], {
     stdio: ['pipe', 'pipe', 'inherit'],
-    // GLIBC_TUNABLES as the Dockerfile sets it (transparent huge pages for malloc; FLEETGATE_BENCH_GLIBC_TUNABLES= to run without).
-    env: { ...process.env, NODE_OPTIONS: '', GLIBC_TUNABLES: process.env.FLEETGATE_BENCH_GLIBC_TUNABLES ?? 'glibc.malloc.hugetlb=1' },
+    // No GLIBC_TUNABLES, as the image runs (FLEETGATE_BENCH_GLIBC_TUNABLES=glibc.malloc.hugetlb=1 to try transparent
+    // huge pages for malloc, which the image set until the round of 2026-11-27: see docs/operations.md, "Memory").
+    env: { ...process.env, NODE_OPTIONS: '', GLIBC_TUNABLES: process.env.FLEETGATE_BENCH_GLIBC_TUNABLES ?? '' },
   });
   const waiting = new Map<number, { resolve: (v: any) => void; reject: (e: Error) => void }>();
   let firstResolve!: (v: any) => void;

@@ -297,9 +297,9 @@ export const run: Scenario = async ({ quick, log }) => {
       const span = (xs: number[]) => (Math.min(...xs) === Math.max(...xs) ? `${xs[0]}` : `${Math.min(...xs)}-${Math.max(...xs)}`);
       const unfiltered = [
         kept.length ? `${kept.length} unfiltered watchers ${Math.min(...kept) === Math.max(...kept) ? `saw the same ${kept[0]} events` : `saw between ${Math.min(...kept)} and ${Math.max(...kept)} events (they should agree)`} of the ${r.made.events} the members made` : '',
-        cut.length ? `${cut.length} were dropped after ${span(cut)}` : '',
+        cut.length ? `${cut.length}${kept.length ? '' : ' unfiltered watchers'} were dropped after ${span(cut)} events` : '',
       ].filter(Boolean).join(', ');
-      notes.push(`${name}: the watchers asked for ${r.figures.asked_per_s} events/s (${r.figures.asked_MB_per_s} MB/s) and got ${round(Number(r.figures.delivered_to_asked_ratio) * 100, 0)}% of them; ${unfiltered}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}; the gateway's main thread (intake and fan-out) was on a core ${round(Number(r.figures.gateway_thread_busy_share) * 100, 0)}% of the churn and runnable but waiting for one ${round(Number(r.figures.gateway_thread_runqueue_share) * 100, 0)}% (schedstat)`);
+      notes.push(`${name}: the watchers asked for ${Math.round(Number(r.figures.asked_per_s)).toLocaleString('en-US')} events/s (${Math.round(Number(r.figures.asked_MB_per_s))} MB/s) and got ${round(Number(r.figures.delivered_to_asked_ratio) * 100, 0)}% of them; ${unfiltered}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}; the gateway's main thread (intake and fan-out) was on a core ${round(Number(r.figures.gateway_thread_busy_share) * 100, 0)}% of the churn and runnable but waiting for one ${round(Number(r.figures.gateway_thread_runqueue_share) * 100, 0)}% (schedstat)`);
       if (r.made.ops / (r.made.ms / 1000) < RATE * 0.95) notes.push(`${name}: the sim made only ${round(r.made.ops / (r.made.ms / 1000))} changes/s of the ${RATE} asked: the members' process is CPU-bound on the cores it shares with the gateway`);
     }
     if (!met) {

@@ -15,7 +15,9 @@ const STAMP_BYTES = Buffer.from('"bench/t":"');
 const RATE = 2000;
 const WATCHERS = 1000;
 /** HTTP/2 watchers share this many connections, as that many client-go processes would (one per host each). */
-/** Where the churn's start ends, for the lag figures split there. */
+/** Seconds of churn before the measured window (see phase). */
+const WARMUP_S = 2;
+/** Where the measured churn's start ends, for the lag figures split there. */
 const SETTLE_MS = 3000;
 const H2_SESSIONS = 10;
 
@@ -126,6 +128,14 @@ interface PhaseResult {
   made: { ops: number; events: number; ms: number };
 }
 
+/** Lets what is in flight arrive: waits until deliveries stop growing. */
+async function quiet(lags: number[]): Promise<void> {
+  for (let last = -1; last !== lags.length; ) {
+    last = lags.length;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+}
+
 /** 1,000 watches over one protocol, the churn for `seconds`, and what arrived. */
 async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log: (m: string) => void): Promise<PhaseResult> {
   const ep = fleet.gateway;
@@ -170,7 +180,25 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         ),
       );
     }
-    log(`06 ${protocol}: ${watchers.length} watches open in ${round(performance.now() - t0)} ms; churning ${RATE}/s for ${seconds} s`);
+    log(`06 ${protocol}: ${watchers.length} watches open in ${round(performance.now() - t0)} ms; churning ${RATE}/s for ${WARMUP_S} s, then for ${seconds} s measured`);
+    // The churn at its full rate, watches open, before the measured window: from idle, every process's code and
+    // memory for it (the gateway's fan-out, the watchers' reading, the members' changes) takes its first seconds to
+    // reach speed, and the lag climbs there. Its figures are kept (warmup_*); a watcher dropped in it counts as
+    // dropped. Then counts start again once nothing more arrives.
+    await fleet.sim({ op: 'churn', rate: RATE });
+    await new Promise((r) => setTimeout(r, WARMUP_S * 1000));
+    await fleet.sim({ op: 'stopChurn' });
+    await quiet(lags);
+    const warmup = summarize(lags);
+    const warmupDropped = watchers.filter((w) => w.ended).length;
+    log(`06 ${protocol}: warm-up ${lags.length} events delivered, lag p99 ${round(warmup.p99)} ms, ${warmupDropped} dropped`);
+    lags.length = 0;
+    d.at.length = 0;
+    for (const w of watchers) {
+      w.events = 0;
+      w.bytes = 0;
+      w.lags.length = 0;
+    }
     const counters0 = await fleet.gw({ op: 'memberCounters' });
     const cpu0 = await fleet.gw({ op: 'cpu' });
     await fleet.gw({ op: 'stampLag', start: true });
@@ -181,11 +209,7 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const made = await fleet.sim({ op: 'stopChurn' });
     const churnMs = performance.now() - c0;
-    // Let what is in flight arrive: wait until deliveries stop growing.
-    for (let last = -1; last !== lags.length; ) {
-      last = lags.length;
-      await new Promise((r) => setTimeout(r, 500));
-    }
+    await quiet(lags);
     const cpu1 = await fleet.gw({ op: 'cpu' });
     const intake = await fleet.gw({ op: 'stampLag', start: false });
     const counters1 = await fleet.gw({ op: 'memberCounters' });
@@ -235,6 +259,9 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         lag_p99_unfiltered_ms: p99Of('all'),
         lag_p99_label_ms: p99Of('label'),
         lag_p99_node_ms: p99Of('node'),
+        warmup_s: WARMUP_S,
+        warmup_lag_p99_ms: round(warmup.p99),
+        warmup_dropped_watchers: warmupDropped,
         lag_p99_first_3s_ms: round(early.p99),
         lag_p99_after_3s_ms: round(settled.p99),
         // The same stamps read where the gateway's cache stores the change: what the members and the gateway's
@@ -287,7 +314,7 @@ export const run: Scenario = async ({ quick, log }) => {
     const met = phases.every(([, r]) => r.lags.p99 < 100 && r.dropped === 0);
     const notes = [
       scaleNote(members, podsPerMember),
-      `${WATCHERS} watches (10 unfiltered on the churn namespace, 290 app+cluster labels, 350 spec.nodeName, 350 matching nothing), ${RATE} changes/s for ${seconds} s (40% create, 40% update, 20% update+delete) per phase`,
+      `${WATCHERS} watches (10 unfiltered on the churn namespace, 290 app+cluster labels, 350 spec.nodeName, 350 matching nothing), ${RATE} changes/s for ${seconds} s (40% create, 40% update, 20% update+delete) per phase, measured after ${WARMUP_S} s of the same churn with the watches open (from idle the lag climbs in the churn's first seconds; the warm-up's lag p99 and drops are figures, warmup_*, and a watcher it dropped counts as dropped)`,
       `two phases on the same fleet: h2, the watches as client-go opens them (HTTP/2 through ALPN, one connection per client process: ${H2_SESSIONS} connections of ${WATCHERS / H2_SESSIONS} streams, each with the same mix of selectors); then http/1.1, a connection per watch. The goal is judged on both`,
       'lag is measured in the benchmark process, which also parses every delivered line: its own event loop is part of the figure; the three processes share 2 cores',
     ];
@@ -304,7 +331,7 @@ export const run: Scenario = async ({ quick, log }) => {
     }
     if (!met) {
       notes.push(
-        "in the second round of 2026-11-27 (perf record -e cpu-clock -g over the whole machine during the h2 churn, beside node --cpu-prof): with glibc.malloc.hugetlb=1, which the image and these runs set until then, the kernel zeroing fresh huge pages (clear_page_erms under do_huge_pmd_anonymous_page) was 35-46% of the gateway thread's samples, from the memcpy into the large buffers that Http2Session::SendPendingData and the TLS BIO write each answer through (new memory each time). The tunable is gone (see docs/operations.md, Memory): in alternating runs the h2 lag p99 went from 2.7, 5.3 and 8.2 s to 1.8, 2.5 and 4.3 s (HTTP/1.1 2.1-3.5 s either way), and copies with their faults fell to ~8% of the thread. Runs now split in two: in some none of the ten unfiltered watchers is dropped, and then the gateway delivers all the watchers ask (~53,600 events/s, ~286 MB/s at quick scale) at ~15 us of its CPU per event with lag p99 0.35-0.55 s; in the others some or all ten are dropped in the churn's first seconds. Lag over the churn in half-second steps (three h2 runs): it climbs to 0.5-2 s in the first ~2.5 s, then settles at a p99 of 30-150 ms per step, with swells of 200-500 ms; a 3 s churn at 500/s before the measured one (watches open, nothing dropped) did not remove the climb, so it is not only code warming up. That is a machine at the edge of its capacity: over the churn the whole machine was idle ~4% of the time (perf), the gateway's main thread ~0.75 of a core, the members' ~0.5 (0.41 since the churn keeps its own pods instead of parsing them back), the watchers' ~0.4-0.5. Of the gateway thread (perf, without the tunable): reading the members' watch streams and everything done in those reads (the intake, the store and handing each change to its watchers) ~52%; HTTP/2 sending (nghttp2 framing, AES-GCM at 7.5% of the thread, copies) ~17%; the rest of the JS (flushing the watchers' queues into their streams, timers) ~25%. Changed as well: a watch of several label equalities listens under all of them (called ~6 times per change here instead of ~29), a watch's encoded-event keys are made once; no change out of the noise on their own",
+        "in the second round of 2026-11-27 (perf record -e cpu-clock -g over the whole machine during the h2 churn, beside node --cpu-prof): with glibc.malloc.hugetlb=1, which the image and these runs set until then, the kernel zeroing fresh huge pages (clear_page_erms under do_huge_pmd_anonymous_page) was 35-46% of the gateway thread's samples, from the memcpy into the large buffers that Http2Session::SendPendingData and the TLS BIO write each answer through (new memory each time). The tunable is gone (see docs/operations.md, Memory): in alternating runs the h2 lag p99 went from 2.7, 5.3 and 8.2 s to 1.8, 2.5 and 4.3 s (HTTP/1.1 2.1-3.5 s either way), and copies with their faults fell to ~8% of the thread. Runs now split in two: in some none of the ten unfiltered watchers is dropped, and then the gateway delivers all the watchers ask (~53,600 events/s, ~286 MB/s at quick scale) at ~15 us of its CPU per event with lag p99 0.35-0.55 s; in the others some or all ten are dropped in the churn's first seconds. Lag over the churn in half-second steps (three h2 runs): it climbs to 0.5-2 s in the first ~2.5 s, then settles at a p99 of 30-150 ms per step, with swells of 200-500 ms; a 3 s churn at 500/s before the measured one (watches open, nothing dropped) did not remove the climb, but 2 s at the full rate did: in alternating h2 runs (later, on a faster stretch of the VM, when no run dropped anything) lag p99 608 and 671 ms from cold (730 and 776 ms in the first 3 s), 255 and 115 ms after the 2 s (193 and 41 ms in the first 3 s); so each phase now runs 2 s of churn before its measured window and reports the warm-up apart. In the runs from cold on that faster stretch, nothing was dropped and the lag p99 was 0.21-0.55 s, 28-200 ms after the first 3 s, at 12.4-14.9 us of the gateway's CPU per event; a larger young generation for the gateway (--min-semi-space-size=16) changed nothing that shows (first 3 s p99 212-493 ms against 354-547). That is a machine at the edge of its capacity: over the churn the whole machine was idle ~4% of the time (perf), the gateway's main thread ~0.75 of a core, the members' ~0.5 (0.41 since the churn keeps its own pods instead of parsing them back), the watchers' ~0.4-0.5. Of the gateway thread (perf, without the tunable): reading the members' watch streams and everything done in those reads (the intake, the store and handing each change to its watchers) ~52%; HTTP/2 sending (nghttp2 framing, AES-GCM at 7.5% of the thread, copies) ~17%; the rest of the JS (flushing the watchers' queues into their streams, timers) ~25%. Changed as well: a watch of several label equalities listens under all of them (called ~6 times per change here instead of ~29), a watch's encoded-event keys are made once; no change out of the noise on their own",
         "in the round of 2026-11-27 (node --cpu-prof of the gateway child over the h2 churn at quick scale, its last 12 s): the gateway's main thread was on a core ~72% of the churn and runnable but waiting for one ~25%, so it asked for ~97% of a core; in the churn window the intake of the members' watch events was ~41% of its samples inclusive, of which handing each change to the watchers under its trigger value (Store dispatch: selectors checked, the event encoded once per form, queued) ~25%, and native work outside JS frames (HTTP/2 framing, TLS, socket writes) ~16%. A watcher is called for every change under its trigger value; changed this round: of several label equalities, a watch now takes the value the fewest objects carry (fleetgate.io/cluster=c for these, ~29 label watchers called per change, ~6 of them matching; it took the first, app=X, ~58 per change), and a deletion's last state has its resourceVersion spliced into the pod's bytes instead of a parse and a serialization (objectOf in Store.remove was 2.9% of those samples). Not a relist: the members' relists and watch restarts over the churn are figures now (member_relists, member_watch_restarts; 0 and 0 in this round's runs). Not the gateway's priority: its threads at nice -5 (one run) still waited for a core ~18% of the churn, lag p99 1.6 s against 2.3 s in the run before, within this scenario's spread",
         'what bounds it (four rounds before this one: node --cpu-prof of the gateway per phase at quick scale, FLEETGATE_BENCH_CPUPROF and FLEETGATE_BENCH_WATCH_ONLY, and the three processes\' CPU over the churn): the two cores. Gateway, watchers and members together used 1.7-1.9 of the 2 cores (gateway 0.75-0.9, the watchers\' process 0.4-0.55 reading ~30,000 events/s of ~5 KB over TLS, the members 0.45-0.6 making and serving the changes), and the gateway\'s one thread does both the intake and the fan-out: when it falls behind, changes wait before its store (intake_lag: p50 7-60 ms and p99 0.35-0.75 s in the better h2 runs, seconds in the worse) and every watcher\'s lag includes that wait. Of the gateway\'s busy time in the h2 profile: native HTTP/2 framing, TLS and socket writes ~3.1 s, the fan-out in JS (Store record, selector match, queueing) ~1.6 s, GC ~0.9 s, new slabs and frames outside the heap ~0.9 s, the intake by bytes ~1 s; over HTTP/1.1 socket writes (a TLS record and syscall per watcher per iteration) ~3.6 s. Runs of the same code vary 3-10x in lag on this shared machine (h2 p50 57 ms to 8 s). The unfiltered watchers are the ones dropped: each asks 2,400 events/s x ~5 KB = 12 MB/s, and once the gateway is behind by 16 MiB (about 1.4 s of that) for one of them it ends that watch, as kube-apiserver\'s cacher ends a watcher whose buffer is full (its client re-watches from its last resourceVersion; these do not, so their counts stop there)',
         'three rounds before this one: the cache\'s slabs are SharedArrayBuffers, which V8 does not count as memory outside its heap (src/cache/arena.ts), so new slabs during the churn no longer start marks or marking steps (h2 gateway CPU per event 22.6-25.8 us in its runs without the profiler, 29.2 us before; the lag still varies from run to run as below). Four rounds before: events of one iteration are written corked (one writev per watcher, no buffer joined per watcher: 2.4 s of 17.5 s busy in the profile before), pods\' watch events are read as bytes like list pages (no JSON.parse and JSON.stringify per change), event frames are cut from 1 MiB chunks and slabs grow with the cache (fewer buffers outside V8\'s heap, each of which makes the main thread do a marking step while V8 marks), and HTTP/2 connections take at most 1,000 streams (kube-apiserver\'s setting). Next levers: the TLS writes of watch streams off the main thread (worker threads owning watch connections), and fewer bytes per event for watchers that allow it (protobuf, or PartialObjectMetadata)',

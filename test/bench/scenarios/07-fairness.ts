@@ -10,7 +10,7 @@ import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
 import { call, type ClusterEndpoint } from '../../support/http.js';
 import { mainThreadSched, round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
-import { loadInWorker } from './01-forwarding.js';
+import { loadInWorker, type LoadResult } from './01-forwarding.js';
 import { startSimChild, type SimChild } from './scale.js';
 
 export interface CachedGateway {
@@ -151,13 +151,24 @@ export const run: Scenario = async ({ quick, log }) => {
     const check = await call(victim, 'GET', getPath);
     if (check.status !== 200) throw new Error(`victim GET ${getPath}: ${check.status} ${check.text.slice(0, 300)}`);
 
-    log('07: victim alone');
-    let timing = gatewayTimes(getPath);
-    // The gateway's thread (this process's main thread) over each phase: on a core, and runnable but waiting for one.
-    let sched = schedShares();
-    const alone = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
-    const schedAlone = sched();
-    const gwAlone = timing.stop();
+    // The victim alone and during the judged flood, alternated over several rounds and pooled: on this shared
+    // machine the uncontended p99 alone moved 0.5-1.9 ms between runs of the same code (2026-11-27), and one pair
+    // of phases judged on one baseline said met or missed by that alone. Per-round ratios are figures too.
+    const rounds = quick ? 2 : 3;
+    const aloneLoads: LoadResult[] = [];
+    const gwAlone: number[] = [];
+    const aloneShares: Array<{ busy: number; waiting: number }> = [];
+    const alonePhase = async (): Promise<LoadResult> => {
+      log(`07: victim alone`);
+      const timing = gatewayTimes(getPath);
+      // The gateway's thread (this process's main thread) over each phase: on a core, and runnable but waiting for one.
+      const sched = schedShares();
+      const r = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
+      aloneShares.push(sched());
+      gwAlone.push(...timing.stop());
+      aloneLoads.push(r);
+      return r;
+    };
     // The flood twice. Judged: its reader (a thread of this process, on the gateway's 2 cores) at nice 19, so it
     // reads with the CPU the gateway leaves idle, as a flooder's client on its own machine would. Shown beside it:
     // the same flood with its reader at nice 0, where the ~600 MB/s it decrypts takes a core the gateway and the
@@ -187,19 +198,42 @@ export const run: Scenario = async ({ quick, log }) => {
       }
       return { victimLoad, shares, gw, loopDelay, flood: await floodP };
     };
-    const judged = await floodPhase(judgedNice, true);
+    const judgedRounds: Array<Awaited<ReturnType<typeof floodPhase>>> = [];
+    const roundRatios: number[] = [];
+    for (let i = 0; i < rounds; i++) {
+      const a = await alonePhase();
+      const j = await floodPhase(judgedNice, i === 0);
+      judgedRounds.push(j);
+      roundRatios.push(summarize(j.victimLoad.latenciesMs).p99 / summarize(a.latenciesMs).p99);
+    }
     const unniced = await floodPhase(0, false);
-    const { victimLoad: contended, shares: schedFlood, gw: gwFlood, loopDelay, flood } = judged;
-    log('07: victim alone again');
-    timing = gatewayTimes(getPath);
-    const after = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs });
-    gwAlone.push(...timing.stop());
+    await alonePhase();
 
-    for (const [n, r] of [['alone', alone], ['contended', contended], ['contended at nice 0', unniced.victimLoad], ['after', after]] as const) {
+    const floods = judgedRounds.map((j) => j.victimLoad);
+    for (const [n, r] of [...aloneLoads.map((l) => ['alone', l] as const), ...floods.map((l) => ['contended', l] as const), ['contended at nice 0', unniced.victimLoad]] as const) {
       if (Object.keys(r.statuses).some((k) => k !== '200')) throw new Error(`victim ${n}: ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
     }
-    const base = summarize([...alone.latenciesMs, ...after.latenciesMs]);
-    const c = summarize(contended.latenciesMs);
+    const base = summarize(aloneLoads.flatMap((l) => l.latenciesMs));
+    const c = summarize(floods.flatMap((l) => l.latenciesMs));
+    const gwFlood = judgedRounds.flatMap((j) => j.gw);
+    const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
+    const schedAlone = { busy: mean(aloneShares.map((x) => x.busy)), waiting: mean(aloneShares.map((x) => x.waiting)) };
+    const schedFlood = { busy: mean(judgedRounds.map((j) => j.shares.busy)), waiting: mean(judgedRounds.map((j) => j.shares.waiting)) };
+    const flood = {
+      rps: judgedRounds.reduce((a, j) => a + j.flood.latenciesMs.length, 0) / (judgedRounds.reduce((a, j) => a + j.flood.elapsedMs, 0) / 1000),
+      bytes: judgedRounds.reduce((a, j) => a + j.flood.bytes, 0),
+      elapsedMs: judgedRounds.reduce((a, j) => a + j.flood.elapsedMs, 0),
+      statuses: judgedRounds.reduce<Record<string, number>>((acc, j) => {
+        for (const [k, v] of Object.entries(j.flood.statuses)) acc[k] = (acc[k] ?? 0) + (v as number);
+        return acc;
+      }, {}),
+    };
+    // The judged rounds' loop delay: the worst round's p99 and max, the middle round's p50.
+    const loopDelay = {
+      p50: judgedRounds.map((j) => j.loopDelay.percentile(50)).sort((x, y) => x - y)[Math.floor(rounds / 2)]!,
+      p99: Math.max(...judgedRounds.map((j) => j.loopDelay.percentile(99))),
+      max: Math.max(...judgedRounds.map((j) => j.loopDelay.max)),
+    };
     const ratio = c.p99 / base.p99;
     const gwA = summarize(gwAlone);
     const gwF = summarize(gwFlood);
@@ -214,16 +248,18 @@ export const run: Scenario = async ({ quick, log }) => {
       victim_alone_p99_ms: round(base.p99, 3),
       victim_flood_p50_ms: round(c.p50, 3),
       victim_flood_p99_ms: round(c.p99, 3),
-      victim_alone_rps: round((alone.rps + after.rps) / 2, 0),
-      victim_flood_rps: round(contended.rps, 0),
+      victim_alone_rps: round(mean(aloneLoads.map((l) => l.rps)), 0),
+      victim_flood_rps: round(mean(floods.map((l) => l.rps)), 0),
+      rounds,
+      p99_ratio_by_round: roundRatios.map((r) => round(r, 2)).join(' / '),
       flood_lists_per_s: round(flood.rps, 2),
       flood_MB_per_s: round(flood.bytes / 1e6 / (flood.elapsedMs / 1000), 1),
       flood_statuses: JSON.stringify(flood.statuses),
       victim_flood_p90_ms: round(c.p90, 3),
       victim_flood_max_ms: round(c.max, 3),
       // monitorEventLoopDelay: how late a 1 ms timer ran, beyond its 1 ms.
-      loop_delay_p50_ms: round(loopDelay.percentile(50) / 1e6 - 1, 2),
-      loop_delay_p99_ms: round(loopDelay.percentile(99) / 1e6 - 1, 2),
+      loop_delay_p50_ms: round(loopDelay.p50 / 1e6 - 1, 2),
+      loop_delay_p99_ms: round(loopDelay.p99 / 1e6 - 1, 2),
       loop_delay_max_ms: round(loopDelay.max / 1e6 - 1, 2),
       // The same GETs timed inside the gateway (gatewayTimes): parsed request to last byte handed to the socket.
       victim_gateway_alone_p50_ms: round(gwA.p50, 3),
@@ -249,7 +285,7 @@ export const run: Scenario = async ({ quick, log }) => {
       gateway_thread_runqueue_share_flood_reader_nice0: round(unniced.shares.waiting, 3),
     };
     const notes = [
-      `one member with ${pods} generated pods (~4 KB each), a sim in a process of its own (since 2026-11-23 afternoon; before, it shared the gateway's process and heap: one run with --trace-gc-nvp after the move, young-generation pauses during the flood ~3.4-3.9 ms as before, p99 ratio 6.6); flooder: ${flooders} closed-loop full JSON LISTs of all pods; victim: closed-loop GET of one pod, both from the cache; the uncontended baseline is measured before and after the floods`,
+      `one member with ${pods} generated pods (~4 KB each), a sim in a process of its own (since 2026-11-23 afternoon; before, it shared the gateway's process and heap: one run with --trace-gc-nvp after the move, young-generation pauses during the flood ~3.4-3.9 ms as before, p99 ratio 6.6); flooder: ${flooders} closed-loop full JSON LISTs of all pods; victim: closed-loop GET of one pod, both from the cache; the victim alone and during the judged flood alternate over ${rounds} rounds of ${durationMs / 1000} s and are pooled (each round's ratio is a figure: p99_ratio_by_round ${figures.p99_ratio_by_round}), then the nice-0 flood and the victim alone once more`,
       `two floods in the same run (since 2026-11-27): the judged one with the flood's reader thread at nice ${judgedNice}, the other at nice 0. Both loads are threads of the process that hosts the gateway, on the same 2 cores, and the flood's reader decrypts ~600 MB/s: at nice 0 it takes a core the gateway's thread and the victim's need (the gateway thread waited for a core ${round(unniced.shares.waiting * 100, 0)}% of that phase, ${round(schedFlood.waiting * 100, 0)}% of the judged one), which a flooder's client on its own machine would not. Judged at nice ${judgedNice}, it reads with the CPU left idle: p99 ${round(c.p99, 2)} ms (${round(ratio, 2)}×), against ${round(c0.p99, 2)} ms (${round(c0.p99 / base.p99, 2)}×) at nice 0; before 2026-11-27 the scenario ran only at nice 0 and published that`,
     ];
     notes.push(
@@ -257,7 +293,7 @@ export const run: Scenario = async ({ quick, log }) => {
       'flow control does what kube-apiserver\'s would, with one difference: the flooder and the victim are two flows (ByUser) of global-default, which gets 69 of the 600 seats (20 of 175 shares); a LIST of the cache costs a seat per 100 objects up to the level\'s widest request, 10 seats (kube\'s maximum), so 8 flooders run 6 at a time and queue the rest in their own queues. Found by this scenario and fixed in an earlier round (src/flowcontrol/queueset.ts, backfill): kube\'s queueset dispatches nothing while the request whose turn it is does not fit, and the flooder\'s queue kept the turn (R advances for the 9 seats its 10-seat LISTs cannot use, so it is soon owed service), so the victim\'s 1-seat GET waited until a LIST ended: during the flood the victim got 111-321 GETs/s with a max of 2.3 s and p99 7.9-11.2 ms; with 6 flooders (none waiting) its max was 22 ms. Now a request of another flow may take seats a blocked wide request leaves idle when the widest request running frees enough for it on its own: the first run after gave p99 5.1 ms, max 27.7 ms, 1,411 GETs/s. APF bounds concurrency, not CPU: the lists it admits still share the one event loop with the victim',
     );
     notes.push(
-      `earlier runs of the same code in the second round of 2026-11-27 (nothing that round changed the path of a GET or a LIST): 1.99x with the victim alone at p99 1.93 ms (the flood's p99 3.83 ms), 2.76x and 3.05x with it alone at 0.93 and 0.84 ms (flood 2.56 and 2.55 ms), 3.14x at 0.54 ms (flood 1.7 ms); this run ${round(ratio, 2)}x. Timed inside the gateway, the victim's p99 during the flood was 1.01-1.34x its p99 alone in those runs: what moves the ratio is the time around the gateway's handling on this shared machine, the uncontended baseline included`,
+      `earlier runs of the same code in the second round of 2026-11-27 (nothing that round changed the path of a GET or a LIST): 1.99x with the victim alone at p99 1.93 ms (the flood's p99 3.83 ms), 2.76x and 3.05x with it alone at 0.93 and 0.84 ms (flood 2.56 and 2.55 ms), 3.14x at 0.54 ms (flood 1.7 ms); this run ${round(ratio, 2)}x, pooled over ${rounds} alternating rounds (one alone and one flood phase each, since those runs: a single pair of phases was judged before). Timed inside the gateway, the victim's p99 during the flood was 1.01-1.34x its p99 alone in those runs: what moves the ratio is the time around the gateway's handling on this shared machine, the uncontended baseline included`,
     );
     if (ratio > 2) {
       notes.push(

@@ -222,8 +222,9 @@ export type Trigger =
  */
 interface TriggerGroup {
   readonly kind: Trigger['kind'];
-  /** The field's name, or the label keys. */
+  /** A field group's field ('' for the others). */
   readonly name: string;
+  /** A labels group's keys, in ascending order (empty for the others). */
   readonly keys: readonly string[];
   readonly byValue: Map<string, Set<Listener>>;
 }
@@ -601,7 +602,7 @@ export class Store {
     const name = trigger.kind === 'field' ? trigger.name : '';
     // JSON, not a join: keys that contain the separator must not make two groups one.
     const id = `${trigger.kind}\u0000${name}\u0000${JSON.stringify(keys)}`;
-    const value = trigger.kind === 'labels' ? trigger.labels.map(([, v]) => v).join('\u0000') : trigger.value;
+    const value = trigger.kind === 'labels' ? trigger.labels.map(([, v]) => v).join(LABEL_VALUES_SEPARATOR) : trigger.value;
     let group = this.triggers.get(id);
     if (!group) this.triggers.set(id, (group = { kind: trigger.kind, name, keys, byValue: new Map() }));
     let set = group.byValue.get(value);
@@ -729,11 +730,17 @@ export class Store {
 /** Objects looked at per turn of the event loop while slabs are evacuated (~10 ms). */
 const REHOME_BATCH = 50_000;
 
-/** The object's value for a trigger group; a field's absence reads as "" (fields.Set.Get), a label's as none. */
 function callAll(ls: Set<Listener> | undefined, ev: StoreEvent): void {
   if (ls) for (const l of ls) l(ev);
 }
 
+/**
+ * Between the values of a labels trigger: subscribe joins the values asked, triggerValue an object's, with the same
+ * separator (label values cannot hold it; two that join alike only cost a call the listener then rejects).
+ */
+const LABEL_VALUES_SEPARATOR = '\u0000';
+
+/** The object's value for a trigger group; a field's absence reads as "" (fields.Set.Get), a label's as none. */
 function triggerValue(g: TriggerGroup, o: StoredObject): string | undefined {
   if (g.kind === 'labels') {
     const keys = g.keys;
@@ -742,7 +749,7 @@ function triggerValue(g: TriggerGroup, o: StoredObject): string | undefined {
     let v = labels[keys[0]];
     for (let i = 1; i < keys.length; i++) {
       if (!Object.hasOwn(labels, keys[i])) return undefined;
-      v += '\u0000' + labels[keys[i]];
+      v += LABEL_VALUES_SEPARATOR + labels[keys[i]];
     }
     return v;
   }

@@ -321,9 +321,10 @@ export const run: Scenario = async ({ quick, log }) => {
     for (const [name, r] of phases) {
       const kept = r.unfiltered.filter((u) => !u.dropped).map((u) => u.events);
       const cut = r.unfiltered.filter((u) => u.dropped).map((u) => u.events);
-      const span = (xs: number[]) => (Math.min(...xs) === Math.max(...xs) ? `${xs[0]}` : `${Math.min(...xs)}-${Math.max(...xs)}`);
+      const agree = (xs: number[]) => Math.min(...xs) === Math.max(...xs);
+      const span = (xs: number[]) => (agree(xs) ? `${xs[0]}` : `${Math.min(...xs)}-${Math.max(...xs)}`);
       const unfiltered = [
-        kept.length ? `${kept.length} unfiltered watchers ${Math.min(...kept) === Math.max(...kept) ? `saw the same ${kept[0]} events` : `saw between ${Math.min(...kept)} and ${Math.max(...kept)} events (they should agree)`} of the ${r.made.events} the members made` : '',
+        kept.length ? `${kept.length} unfiltered watchers saw ${agree(kept) ? 'the same ' : ''}${span(kept)} events${agree(kept) ? '' : ' (they should agree)'} of the ${r.made.events} the members made` : '',
         cut.length ? `${cut.length}${kept.length ? '' : ' unfiltered watchers'} were dropped after ${span(cut)} events` : '',
       ].filter(Boolean).join(', ');
       notes.push(`${name}: the watchers asked for ${Math.round(Number(r.figures.asked_per_s)).toLocaleString('en-US')} events/s (${Math.round(Number(r.figures.asked_MB_per_s))} MB/s) and got ${round(Number(r.figures.delivered_to_asked_ratio) * 100, 0)}% of them; ${unfiltered}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}; the gateway's main thread (intake and fan-out) was on a core ${round(Number(r.figures.gateway_thread_busy_share) * 100, 0)}% of the churn and runnable but waiting for one ${round(Number(r.figures.gateway_thread_runqueue_share) * 100, 0)}% (schedstat)`);

@@ -219,10 +219,11 @@ export const run: Scenario = async ({ quick, log }) => {
     const mean = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / Math.max(1, xs.length);
     const schedAlone = { busy: mean(aloneShares.map((x) => x.busy)), waiting: mean(aloneShares.map((x) => x.waiting)) };
     const schedFlood = { busy: mean(judgedRounds.map((j) => j.shares.busy)), waiting: mean(judgedRounds.map((j) => j.shares.waiting)) };
+    const floodMs = judgedRounds.reduce((a, j) => a + j.flood.elapsedMs, 0);
     const flood = {
-      rps: judgedRounds.reduce((a, j) => a + j.flood.latenciesMs.length, 0) / (judgedRounds.reduce((a, j) => a + j.flood.elapsedMs, 0) / 1000),
+      rps: judgedRounds.reduce((a, j) => a + j.flood.latenciesMs.length, 0) / (floodMs / 1000),
       bytes: judgedRounds.reduce((a, j) => a + j.flood.bytes, 0),
-      elapsedMs: judgedRounds.reduce((a, j) => a + j.flood.elapsedMs, 0),
+      elapsedMs: floodMs,
       statuses: judgedRounds.reduce<Record<string, number>>((acc, j) => {
         for (const [k, v] of Object.entries(j.flood.statuses)) acc[k] = (acc[k] ?? 0) + (v as number);
         return acc;

@@ -253,15 +253,18 @@ class DeferredGzip implements BodyWriter {
     return true;
   }
 
-  end(chunk?: string | Buffer): void {
+  end(chunk?: string | Buffer, done?: () => void): void {
     if (!this.gz && chunk) {
+      // Held like the others (done is not called for it, as for them): gzip or the whole body takes it later.
       this.pending.push(chunk);
       this.size += Buffer.byteLength(chunk);
       chunk = undefined;
+      done = undefined;
       if (this.size > GZIP_THRESHOLD) this.startGzip();
     }
     if (this.gz) {
-      this.gz.end(chunk);
+      if (done) this.gz.end(chunk, () => done());
+      else this.gz.end(chunk);
       return;
     }
     (this.res as ServerResponse).writeHead(this.code, this.headers);

@@ -67,7 +67,8 @@ export interface StreamingBody {
   writeHead(code: number, headers: Record<string, string>): unknown;
   /** done, when given, is called once the chunk's bytes are no longer needed (handed to the connection), or never. */
   write(chunk: string | Buffer, done?: () => void): boolean;
-  end(chunk?: string | Buffer): unknown;
+  /** done, as write's: called once the last chunk's bytes are no longer needed, or never. */
+  end(chunk?: string | Buffer, done?: () => void): unknown;
   on(event: string, fn: () => void): unknown;
   off(event: string, fn: () => void): unknown;
   readonly destroyed?: boolean;
@@ -116,8 +117,8 @@ class PacedBody implements StreamingBody {
     return false;
   }
 
-  end(chunk?: string | Buffer): unknown {
-    return this.body.end(chunk);
+  end(chunk?: string | Buffer, done?: () => void): unknown {
+    return this.body.end(chunk, done);
   }
 
   on(event: string, fn: () => void): this {

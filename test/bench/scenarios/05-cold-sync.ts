@@ -12,6 +12,12 @@ export const run: Scenario = async ({ quick, log }) => {
   try {
     const mem = await fleet.gw({ op: 'rss' });
     const simMem = await fleet.sim({ op: 'rss' });
+    // What a first write to a fresh page costs in the gateway's process now (after its memory was measured: the
+    // buffer is let go before anything reads the process's size again).
+    const touch = await fleet.gw({ op: 'firstTouch', mib: 256 });
+    const usPerPage = (touch.ms * 1000) / touch.pages;
+    const { minorFaults, mainThreadRunMs, mainThreadWaitMs } = fleet.coldSync;
+    const faultMs = (minorFaults * usPerPage) / 1000;
     // Baseline: one member straight, paged as the reflector pages.
     const direct = async () => {
       const t0 = performance.now();
@@ -57,6 +63,12 @@ export const run: Scenario = async ({ quick, log }) => {
         pods_per_s: round(total / (ms / 1000)),
         gateway_cpu_s: round(fleet.coldSyncCpuMs / 1000),
         gateway_cpu_us_per_pod: round((fleet.coldSyncCpuMs * 1000) / total),
+        gateway_main_thread_busy_s: round(mainThreadRunMs / 1000),
+        gateway_main_thread_busy_share: round(mainThreadRunMs / ms, 3),
+        gateway_main_thread_waiting_for_cpu_s: round(mainThreadWaitMs / 1000),
+        gateway_minor_faults: minorFaults,
+        first_touch_us_per_page: round(usPerPage, 2),
+        first_touch_estimate_s: round(faultMs / 1000),
         index_built_after_ready_ms: round(fleet.indexBuiltMs - ms),
         one_member_direct_list_ms: round(oneMemberMs),
         members_listed_serially_ms: round(serialMs),

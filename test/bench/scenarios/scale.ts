@@ -37,6 +37,8 @@ export interface ScaleFleet {
   startedMs: number;
   /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
   coldSyncCpuMs: number;
+  /** Over the same span: the gateway's minor page faults, and its main thread's time on a CPU and waiting for one. */
+  coldSync: { minorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number };
   /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
   indexBuiltMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
@@ -157,6 +159,7 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
       coldSyncMs: g.coldSyncMs,
       startedMs: g.startedMs,
       coldSyncCpuMs: g.coldSyncCpuMs,
+      coldSync: g.coldSync,
       indexBuiltMs: g.indexBuiltMs,
       firstMember: sim.firstMember,
       sim: (cmd) => sim.call(cmd),
@@ -267,6 +270,17 @@ function memory(): Record<string, number> {
   (globalThis as any).gc?.();
   const m = process.memoryUsage();
   return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+}
+
+/**
+ * ms to write the first byte of each 4 KiB page of mib MiB of fresh memory (a SharedArrayBuffer, as the cache's
+ * slabs are), in this process: what one page fault costs here, which on a VM varies with the host.
+ */
+function firstTouch(mib: number): { ms: number; pages: number } {
+  const b = new Uint8Array(new SharedArrayBuffer(mib * 2 ** 20));
+  const t0 = performance.now();
+  for (let i = 0; i < b.length; i += 4096) b[i] = 1;
+  return { ms: performance.now() - t0, pages: b.length / 4096 };
 }
 
 async function simChild(arg: { names: string[]; podsPerMember: number; needles: boolean }): Promise<void> {
@@ -410,6 +424,8 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const intake = process.env.FLEETGATE_BENCH_INTAKE_WORKERS ? `  intakeWorkers: ${Number(process.env.FLEETGATE_BENCH_INTAKE_WORKERS)}\n` : '';
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
+  const faults0 = process.resourceUsage().minorPageFault;
+  const sched0 = mainThreadSched();
   const gw = await startTestGateway({
     controlPlaneKubeconfig: arg.controlPlaneKubeconfig,
     requestTimeoutSeconds: 120,
@@ -424,6 +440,13 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const coldSyncMs = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
   const coldSyncCpuMs = (cpu.user + cpu.system) / 1000;
+  const sched = mainThreadSched();
+  const coldSync = {
+    // First writes to fresh pages (every thread of the process): the cache's ~5 KB per pod lands in new memory.
+    minorFaults: process.resourceUsage().minorPageFault - faults0,
+    mainThreadRunMs: (sched.runNs - sched0.runNs) / 1e6,
+    mainThreadWaitMs: (sched.waitNs - sched0.waitNs) / 1e6,
+  };
   // The pods' selector index is built in one pass once the first lists are done (Store.buildIndex), after ready.
   const index = gw.running.gateway.members!.cache.pods.index!;
   while (index.state !== 'built') await new Promise((r) => setTimeout(r, 20));
@@ -473,6 +496,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   serveCommands(
     async (cmd) => {
       if (cmd.op === 'rss') return memory();
+      if (cmd.op === 'firstTouch') return firstTouch(cmd.mib);
       if (cmd.op === 'cpu') return { ...process.cpuUsage(), sched: mainThreadSched() };
       if (cmd.op === 'stampLag') return stampLag(cmd.start === true);
       if (cmd.op === 'heapSampling') return heapSampling(cmd.file);
@@ -481,7 +505,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     },
     () => gw.close(),
   );
-  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, coldSyncCpuMs, indexBuiltMs, endpoint } })}\n`);
+  process.stdout.write(`${JSON.stringify({ id: 0, result: { coldSyncMs, startedMs, coldSyncCpuMs, coldSync, indexBuiltMs, endpoint } })}\n`);
 }
 
 if (process.argv[1] === self) {

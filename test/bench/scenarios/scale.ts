@@ -202,7 +202,7 @@ export interface Timed {
  * GET to the last byte with node's own HTTPS client (the lightest reader: data events, no per-chunk promise);
  * the body is kept only when asked (a fleet list is gigabytes).
  */
-export function timedGet(ep: ClusterEndpoint, path: string, o: { accept?: string; keep?: boolean } = {}): Promise<Timed> {
+export function timedGet(ep: ClusterEndpoint, path: string, o: { accept?: string; keep?: boolean; onData?: (chunk: Buffer) => void } = {}): Promise<Timed> {
   return new Promise((resolve, reject) => {
     const t0 = performance.now();
     const req = httpsGet(new URL(path, ep.url), { agent: agentFor(ep), headers: { accept: o.accept ?? 'application/json', ...(ep.token ? { authorization: `Bearer ${ep.token}` } : {}) } }, (res) => {
@@ -211,6 +211,7 @@ export function timedGet(ep: ClusterEndpoint, path: string, o: { accept?: string
       let head: Buffer | undefined;
       res.on('data', (c: Buffer) => {
         bytes += c.length;
+        o.onData?.(c);
         if (o.keep) chunks.push(c);
         else if (!head) head = c;
       });
@@ -381,19 +382,26 @@ async function simChild(arg: { names: string[]; podsPerMember: number; needles: 
           return process.cpuUsage();
         case 'ceiling': {
           // The ceiling for a list: the same bytes, already in memory, written to a TLS loopback socket.
-          const { readFile } = await import('node:fs/promises');
-          const body = await readFile(cmd.file);
+          // In pieces: a fleet's list at 1M pods is ~5 GB, beyond one Buffer and beyond what readFile reads.
+          const { createReadStream } = await import('node:fs');
+          const pieces: Buffer[] = [];
+          for await (const piece of createReadStream(cmd.file, { highWaterMark: 64 * 1024 * 1024 })) pieces.push(piece as Buffer);
+          const length = pieces.reduce((n, p) => n + p.length, 0);
           const ca = await createCA('bench-ceiling-ca');
           const cert = await issueServingCert(ca, ['127.0.0.1']);
           // The gateway's suites, so that the ceiling pays for the same encryption.
           const srv = createHttpsServer({ key: cert.keyPem, cert: cert.certPem, ...SERVER_CIPHER_OPTIONS }, (_req, res) => {
-            res.writeHead(200, { 'content-type': 'application/json', 'content-length': body.length });
+            res.writeHead(200, { 'content-type': 'application/json', 'content-length': length });
             // In 64 KiB writes with backpressure, as a streaming server writes: one huge TLS write is slower.
+            let piece = 0;
             let off = 0;
             const pump = () => {
-              while (off < body.length) {
-                const chunk = body.subarray(off, (off += CEILING_CHUNK));
-                if (!res.write(chunk)) return void res.once('drain', pump);
+              for (; piece < pieces.length; piece++, off = 0) {
+                const body = pieces[piece]!;
+                while (off < body.length) {
+                  const chunk = body.subarray(off, (off += CEILING_CHUNK));
+                  if (!res.write(chunk)) return void res.once('drain', pump);
+                }
               }
               res.end();
             };

@@ -1,6 +1,7 @@
 // JSON watch framing as k8s.io/apiserver's watch handler writes it: one metav1.WatchEvent per line,
 // `{"type":"ADDED","object":{...}}\n`. Frames are built once per event and shared by every watcher.
 
+import { awaitCollection, uncountedBuffer } from './offheap.js';
 import { statusJson, goJson, type Status } from './status.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -23,14 +24,20 @@ const SUFFIX = Buffer.from('}\n');
 // buffer outside V8's heap per event, and while V8 marks, every such allocation past its external-memory limit
 // makes the main thread do a marking step (at 2,000 changes/s, one per event). A chunk is freed with its last
 // frame; frames live from one event's fan-out until the watchers' sockets have taken them, so chunks stay few.
+// Chunks are SharedArrayBuffers, which V8 does not count (offheap.ts): counted, the ~15 MB/s of frames at 2,000
+// pod changes/s started a full mark every ~4 s, and at a million cached pods each one marked ~1 GB.
 const FRAME_CHUNK = 1024 * 1024;
+/** Frame chunks and slabs awaiting collection past which chunks are ordinary buffers again (offheap.ts). */
+const FRAME_SLACK = 64 * 1024 * 1024;
 let chunk: Buffer | undefined;
 let chunkUsed = 0;
 
 function frameBuffer(len: number): Buffer {
   if (len > FRAME_CHUNK / 8) return Buffer.allocUnsafeSlow(len);
   if (!chunk || chunkUsed + len > chunk.length) {
-    chunk = Buffer.allocUnsafeSlow(FRAME_CHUNK);
+    // A chunk is let go as soon as the next one is made: its frames are gone within moments (offheap.ts).
+    if (chunk) awaitCollection(chunk.buffer, chunk.length);
+    chunk = uncountedBuffer(FRAME_CHUNK, FRAME_SLACK);
     chunkUsed = 0;
   }
   const out = chunk.subarray(chunkUsed, chunkUsed + len);

@@ -7,6 +7,8 @@
 // dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
 // slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.
 
+import { awaitCollection, awaitingCollectionBytes, uncountedBuffer } from '../api/offheap.js';
+
 export interface ArenaOptions {
   /** Bytes per slab (4 MiB: a page of members' pods fills a few). Objects over an eighth of it get their own. */
   slabBytes?: number;
@@ -39,16 +41,8 @@ export interface ArenaStats {
   awaitingCollectionBytes: number;
 }
 
-// Process-wide: the sim runs a store per resource of each of its clusters, and a gateway one per cached kind.
-let awaiting = 0;
-const collected = new FinalizationRegistry<number>((bytes) => {
-  awaiting -= bytes;
-});
-
-/** Bytes of slabs let go by any arena of this process that the JS engine has not collected yet. */
-export function slabsAwaitingCollectionBytes(): number {
-  return awaiting;
-}
+/** Bytes of slabs (and other uncounted buffers) let go in this process that V8 has not collected yet. */
+export const slabsAwaitingCollectionBytes = awaitingCollectionBytes;
 
 export class Arena {
   private readonly slabs = new Map<ArrayBufferLike, Slab>();
@@ -104,7 +98,7 @@ export class Arena {
   private newSlab(): Buffer {
     // Whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back).
     const size = Math.min(this.maxSlabSize, Math.max(1, Math.floor(this.slabBytes / 8 / this.slabSize)) * this.slabSize);
-    return awaiting > this.slack ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
+    return uncountedBuffer(size, this.slack);
   }
 
   /** A copy of bytes in the arena. */
@@ -129,13 +123,12 @@ export class Arena {
   }
 
   stats(): ArenaStats {
-    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating, awaitingCollectionBytes: awaiting };
+    return { slabs: this.slabs.size, slabBytes: this.slabBytes, liveBytes: this.liveBytes, evacuating: this.evacuating, awaitingCollectionBytes: awaitingCollectionBytes() };
   }
 
   private drop(s: Slab): void {
     this.slabs.delete(s.buf.buffer);
-    awaiting += s.buf.length;
-    collected.register(s.buf.buffer, s.buf.length);
+    awaitCollection(s.buf.buffer, s.buf.length);
     this.slabBytes -= s.buf.length;
     this.liveBytes -= s.live;
   }

@@ -237,7 +237,7 @@ function memberMetrics(registry: Registry) {
     }),
     awaitingCollection: new GaugeVec({
       name: 'fleetgate_cache_slabs_awaiting_collection_bytes',
-      help: 'Bytes of slabs the cache has let go that the JavaScript engine has not collected yet.',
+      help: 'Bytes of slabs the cache has let go, and of watch frame chunks, that the JavaScript engine has not collected yet.',
       registers: [registry],
     }),
   };

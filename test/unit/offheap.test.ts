@@ -1,0 +1,47 @@
+// Buffers V8 does not count (src/api/offheap.ts): watch frames and the cache's slabs are SharedArrayBuffers while
+// little of that memory awaits collection, and ordinary buffers past the slack, until V8 has collected.
+
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
+import { describe, expect, it } from 'vitest';
+import { awaitCollection, awaitingCollectionBytes, uncountedBuffer } from '../../src/api/offheap.js';
+import { encodeWatchEvent } from '../../src/api/watch.js';
+
+setFlagsFromString('--expose-gc');
+const gc: () => void = runInNewContext('gc');
+
+async function collectedUntil(cond: () => boolean): Promise<void> {
+  for (let i = 0; i < 50 && !cond(); i++) {
+    gc();
+    // FinalizationRegistry callbacks run in a later task.
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
+
+describe('uncounted buffers', () => {
+  it('are SharedArrayBuffers until more than the slack awaits collection, then ordinary until collected', async () => {
+    await collectedUntil(() => awaitingCollectionBytes() === 0);
+    const base = awaitingCollectionBytes();
+    expect(uncountedBuffer(4096, 1 << 20).buffer).toBeInstanceOf(SharedArrayBuffer);
+    (() => {
+      for (let i = 0; i < 3; i++) {
+        const b = uncountedBuffer(512 * 1024, 1 << 20);
+        awaitCollection(b.buffer, b.length);
+      }
+    })();
+    expect(awaitingCollectionBytes()).toBe(base + 3 * 512 * 1024);
+    expect(uncountedBuffer(4096, 1 << 20).buffer).toBeInstanceOf(ArrayBuffer);
+    await collectedUntil(() => awaitingCollectionBytes() <= base);
+    expect(awaitingCollectionBytes()).toBe(base);
+    expect(uncountedBuffer(4096, 1 << 20).buffer).toBeInstanceOf(SharedArrayBuffer);
+  });
+
+  it('hold watch frames: a pod-sized frame is a view into a shared chunk, with its bytes as framed', () => {
+    const pod = Buffer.from(JSON.stringify({ kind: 'Pod', metadata: { name: 'p' }, pad: 'x'.repeat(5000) }));
+    const frame = encodeWatchEvent('MODIFIED', pod);
+    expect(frame.buffer).toBeInstanceOf(SharedArrayBuffer);
+    expect(frame.buffer.byteLength).toBe(1024 * 1024);
+    expect(JSON.parse(frame.toString())).toEqual({ type: 'MODIFIED', object: JSON.parse(pod.toString()) });
+    expect(frame[frame.length - 1]).toBe(10);
+  });
+});

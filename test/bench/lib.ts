@@ -77,6 +77,26 @@ export function mainThreadSched(): { runNs: number; waitNs: number } {
 }
 
 /**
+ * The machine's CPU time so far (Linux /proc/stat, all CPUs, in clock ticks): in all, and stolen, i.e. time the
+ * host ran something else while this VM's CPUs had work (NaN elsewhere). Over a window, stolen / all is the share
+ * of the machine's cores the host took away: on this shared VM it swings from run to run.
+ */
+export function machineCpuTicks(): { total: number; steal: number } {
+  try {
+    const f = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal (guest time is already in user)
+    return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? NaN };
+  } catch {
+    return { total: NaN, steal: NaN };
+  }
+}
+
+/** The share of the machine's CPU time the host stole between two readings of machineCpuTicks. */
+export function stealShare(a: { total: number; steal: number }, b: { total: number; steal: number }): number {
+  return (b.steal - a.steal) / (b.total - a.total);
+}
+
+/**
  * Starts sampling this thread's JS heap allocations, garbage included (what makes young-generation collections);
  * the function returned stops and writes the profile to file (a .heapprofile for Chrome DevTools), if one is given.
  */

@@ -6,7 +6,7 @@
 
 import { get as httpsGet } from 'node:https';
 import { connect as http2Connect, type ClientHttp2Session } from 'node:http2';
-import { round, summarize, type Scenario } from '../lib.js';
+import { machineCpuTicks, round, stealShare, summarize, type Scenario } from '../lib.js';
 import { agentFor, scaleFor, scaleNote, startScale, timedGet, type ScaleFleet } from './scale.js';
 import type { ClusterEndpoint } from '../../support/http.js';
 import { prng } from '../../support/prng.js';
@@ -204,11 +204,13 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
     await fleet.gw({ op: 'stampLag', start: true });
     const sim0 = await fleet.sim({ op: 'cpu' });
     const own0 = process.cpuUsage();
+    const machine0 = machineCpuTicks();
     const c0 = performance.now();
     await fleet.sim({ op: 'churn', rate: RATE });
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const made = await fleet.sim({ op: 'stopChurn' });
     const churnMs = performance.now() - c0;
+    const steal = stealShare(machine0, machineCpuTicks());
     await quiet(lags);
     const cpu1 = await fleet.gw({ op: 'cpu' });
     const intake = await fleet.gw({ op: 'stampLag', start: false });
@@ -279,6 +281,8 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
         // The watchers' own process (TLS, HTTP and finding the stamps), over the same time.
         client_cpu_share: round((own.user + own.system) / 1000 / churnMs, 3),
         sim_cpu_share: round(simShare, 3),
+        // The machine's CPU time the host took for others over the churn (steal, /proc/stat).
+        host_steal_share: round(steal, 3),
       },
       lags: s,
       dropped: dropped.length,
@@ -327,7 +331,7 @@ export const run: Scenario = async ({ quick, log }) => {
         kept.length ? `${kept.length} unfiltered watchers saw ${agree(kept) ? 'the same ' : ''}${span(kept)} events${agree(kept) ? '' : ' (they should agree)'} of the ${r.made.events} the members made` : '',
         cut.length ? `${cut.length}${kept.length ? '' : ' unfiltered watchers'} were dropped after ${span(cut)} events` : '',
       ].filter(Boolean).join(', ');
-      notes.push(`${name}: the watchers asked for ${Math.round(Number(r.figures.asked_per_s)).toLocaleString('en-US')} events/s (${Math.round(Number(r.figures.asked_MB_per_s))} MB/s) and got ${round(Number(r.figures.delivered_to_asked_ratio) * 100, 0)}% of them; ${unfiltered}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}; the gateway's main thread (intake and fan-out) was on a core ${round(Number(r.figures.gateway_thread_busy_share) * 100, 0)}% of the churn and runnable but waiting for one ${round(Number(r.figures.gateway_thread_runqueue_share) * 100, 0)}% (schedstat)`);
+      notes.push(`${name}: the watchers asked for ${Math.round(Number(r.figures.asked_per_s)).toLocaleString('en-US')} events/s (${Math.round(Number(r.figures.asked_MB_per_s))} MB/s) and got ${round(Number(r.figures.delivered_to_asked_ratio) * 100, 0)}% of them; ${unfiltered}; lag p99 ${round(r.lags.p99)} ms${r.lags.p99 >= 100 ? `, ${round(r.lags.p99 - 100)} ms over the goal` : ''}; ${r.dropped} dropped${r.dropped ? ` (${r.droppedKinds.join(', ')})` : ''}; the gateway's main thread (intake and fan-out) was on a core ${round(Number(r.figures.gateway_thread_busy_share) * 100, 0)}% of the churn and runnable but waiting for one ${round(Number(r.figures.gateway_thread_runqueue_share) * 100, 0)}% (schedstat); the host took ${round(Number(r.figures.host_steal_share) * 100, 0)}% of the machine's CPU time for others (steal)`);
       if (r.made.ops / (r.made.ms / 1000) < RATE * 0.95) notes.push(`${name}: the sim made only ${round(r.made.ops / (r.made.ms / 1000))} changes/s of the ${RATE} asked: the members' process is CPU-bound on the cores it shares with the gateway`);
     }
     if (!met) {

@@ -15,7 +15,7 @@ import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../../../src/api/meta.js';
 import type { ClusterEndpoint } from '../../support/http.js';
 import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
-import { mainThreadSched, startHeapSampling } from '../lib.js';
+import { machineCpuTicks, mainThreadSched, startHeapSampling, stealShare } from '../lib.js';
 
 export interface ScaleOptions {
   members: number;
@@ -38,7 +38,7 @@ export interface ScaleFleet {
   /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
   coldSyncCpuMs: number;
   /** Over the same span: the gateway's minor page faults, and its main thread's time on a CPU and waiting for one. */
-  coldSync: { minorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number };
+  coldSync: { minorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number };
   /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
   indexBuiltMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
@@ -434,6 +434,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const cpu0 = process.cpuUsage();
   const faults0 = process.resourceUsage().minorPageFault;
   const sched0 = mainThreadSched();
+  const machine0 = machineCpuTicks();
   const gw = await startTestGateway({
     controlPlaneKubeconfig: arg.controlPlaneKubeconfig,
     requestTimeoutSeconds: 120,
@@ -454,6 +455,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     minorFaults: process.resourceUsage().minorPageFault - faults0,
     mainThreadRunMs: (sched.runNs - sched0.runNs) / 1e6,
     mainThreadWaitMs: (sched.waitNs - sched0.waitNs) / 1e6,
+    hostStealShare: stealShare(machine0, machineCpuTicks()),
   };
   // The pods' selector index is built in one pass once the first lists are done (Store.buildIndex), after ready.
   const index = gw.running.gateway.members!.cache.pods.index!;

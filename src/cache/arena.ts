@@ -41,9 +41,6 @@ export interface ArenaStats {
   awaitingCollectionBytes: number;
 }
 
-/** Bytes of slabs (and other uncounted buffers) let go in this process that V8 has not collected yet. */
-export const slabsAwaitingCollectionBytes = awaitingCollectionBytes;
-
 export class Arena {
   private readonly slabs = new Map<ArrayBufferLike, Slab>();
   private current: Slab | undefined;

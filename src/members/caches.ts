@@ -7,7 +7,7 @@ import type { Registry } from 'prom-client';
 import { CounterVec, GaugeVec } from '../metrics/vec.js';
 import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
-import { slabsAwaitingCollectionBytes } from '../cache/arena.js';
+import { awaitingCollectionBytes } from '../api/offheap.js';
 import { startIntakePool } from '../cache/intakepool.js';
 import { tokenBucket } from '../cache/ratelimit.js';
 import { startReflector, type Reflector } from '../cache/reflector.js';
@@ -141,7 +141,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
         metrics.slabBytes.set({ resource }, a.slabBytes);
         metrics.liveBytes.set({ resource }, a.liveBytes);
       }
-      metrics.awaitingCollection.set(slabsAwaitingCollectionBytes());
+      metrics.awaitingCollection.set(awaitingCollectionBytes());
       for (const [name, r] of running) {
         const counts = o.cache.objectCounts(name);
         for (const res of RESOURCES) metrics.objects.set({ cluster: name, resource: res.resource }, counts[res.resource]);

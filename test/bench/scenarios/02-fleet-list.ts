@@ -29,15 +29,23 @@ export const run: Scenario = async ({ quick, log }) => {
     const file = join(dir, 'list.json');
     const fd = openSync(file, 'w');
     const KIND = Buffer.from('"kind":"Pod"');
+    const count = (b: Buffer) => {
+      let n = 0;
+      for (let i = b.indexOf(KIND); i >= 0; i = b.indexOf(KIND, i + KIND.length)) n++;
+      return n;
+    };
     let items = 0;
     let carry = Buffer.alloc(0);
     const { bytes } = await timedGet(ep, '/api/v1/pods', {
       onData(c) {
         writeSync(fd, c);
-        // The few bytes before this chunk, so a match across the boundary counts once.
-        const b = carry.length > 0 ? Buffer.concat([carry, c]) : c;
-        for (let i = b.indexOf(KIND); i >= 0; i = b.indexOf(KIND, i + KIND.length)) items++;
-        carry = Buffer.from(b.subarray(Math.max(0, b.length - (KIND.length - 1))));
+        items += count(c);
+        // A match across the boundary: the last bytes before this chunk and the first of it (shorter than a match,
+        // neither side holds one of its own).
+        if (carry.length > 0) items += count(Buffer.concat([carry, c.subarray(0, KIND.length - 1)]));
+        // (A chunk shorter than that keeps what came before it too.)
+        const last = c.length >= KIND.length - 1 ? c : Buffer.concat([carry, c]);
+        carry = Buffer.from(last.subarray(Math.max(0, last.length - (KIND.length - 1))));
       },
     });
     closeSync(fd);

@@ -14,11 +14,11 @@ import { prng } from '../../support/prng.js';
 const STAMP_BYTES = Buffer.from('"bench/t":"');
 const RATE = 2000;
 const WATCHERS = 1000;
-/** HTTP/2 watchers share this many connections, as that many client-go processes would (one per host each). */
 /** Seconds of churn before the measured window (see phase). */
 const WARMUP_S = 2;
 /** Where the measured churn's start ends, for the lag figures split there. */
 const SETTLE_MS = 3000;
+/** HTTP/2 watchers share this many connections, as that many client-go processes would (one per host each). */
 const H2_SESSIONS = 10;
 
 type Protocol = 'h2' | 'http/1.1';
@@ -35,16 +35,16 @@ interface Watcher {
   close?: () => void;
 }
 
-/**
- * Counts each delivered line that carries a stamp and records its lag. It scans the bytes as they come (no
- * decoding to strings): at ~50,000 events/s of ~5 KB the watchers' own process is a third of a core already.
- */
 /** Every delivery's lag, and when it arrived (ms since the epoch), in arrival order. */
 interface Deliveries {
   lags: number[];
   at: number[];
 }
 
+/**
+ * Counts each delivered line that carries a stamp and records its lag. It scans the bytes as they come (no
+ * decoding to strings): at ~50,000 events/s of ~5 KB the watchers' own process is a third of a core already.
+ */
 function lineReader(w: Watcher, d: Deliveries): (chunk: Buffer) => void {
   let tail: Buffer | undefined;
   const scan = (b: Buffer, now: number): number => {

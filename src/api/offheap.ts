@@ -4,8 +4,18 @@
 // (watch frames) kept it marking. A SharedArrayBuffer is freed only when V8 collects its object, which V8 then has
 // no reason of its own to hurry: so what has been let go and not yet collected is counted here, process-wide, and
 // past a slack the callers make ordinary buffers again, which V8 counts, until it has collected.
+//
+// The slack grows with what the process holds in such buffers (an eighth of it), as V8 lets its own heap grow by a
+// factor of what survived before it marks again: a full mark costs in proportion to the heap, and the heap grows
+// with the cache. With a fixed 64 MiB, watch frames at 2,000 pod changes/s (~14 MB/s) used it up every ~5 s; new
+// slabs were then ordinary buffers, V8 marked the gateway's whole ~1 GB heap at a million cached pods, and every
+// such mark held the members' changes back for up to a second (scenario 6 at full scale).
+
+/** Of the bytes held in uncounted buffers, the share that may await collection before callers fall back. */
+const SLACK_SHARE = 1 / 8;
 
 let awaiting = 0;
+let held = 0;
 const collected = new FinalizationRegistry<number>((bytes) => {
   awaiting -= bytes;
 });
@@ -15,13 +25,40 @@ export function awaitingCollectionBytes(): number {
   return awaiting;
 }
 
+/** Bytes of uncounted buffers the process holds for long (the cache's slabs in use). */
+export function heldUncountedBytes(): number {
+  return held;
+}
+
 /** buffer is let go: its bytes wait for a collection. */
 export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
   awaiting += bytes;
   collected.register(buffer, bytes);
 }
 
-/** size bytes in a SharedArrayBuffer, or an ordinary buffer once more than slack bytes await collection. */
+/**
+ * size bytes in a SharedArrayBuffer, or an ordinary buffer once more than the slack awaits collection: slack, or
+ * an eighth of what is held, whichever is more. A held buffer counts toward that until release() says it is let
+ * go (then call awaitCollection for it).
+ */
 export function uncountedBuffer(size: number, slack: number): Buffer {
-  return awaiting > slack ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
+  return awaiting > Math.max(slack, held * SLACK_SHARE) ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
+}
+
+// A held buffer whose holder is dropped without releasing it (a store nobody uses any more) stops counting when
+// it is collected.
+const heldCollected = new FinalizationRegistry<number>((bytes) => {
+  held -= bytes;
+});
+
+/** An uncounted buffer that the caller keeps (a slab): it raises the slack until released or collected. */
+export function holdUncounted(b: Buffer): void {
+  if (!(b.buffer instanceof SharedArrayBuffer)) return;
+  held += b.buffer.byteLength;
+  heldCollected.register(b.buffer, b.buffer.byteLength, b.buffer);
+}
+
+/** A buffer passed to holdUncounted is no longer kept. */
+export function releaseUncounted(b: Buffer): void {
+  if (b.buffer instanceof SharedArrayBuffer && heldCollected.unregister(b.buffer)) held -= b.buffer.byteLength;
 }

@@ -7,7 +7,7 @@
 // dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
 // slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.
 
-import { awaitCollection, awaitingCollectionBytes, uncountedBuffer } from '../api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
 
 export interface ArenaOptions {
   /** Bytes per slab (4 MiB: a page of members' pods fills a few). Objects over an eighth of it get their own. */
@@ -90,12 +90,15 @@ export class Arena {
    * cold sync). process.memoryUsage().arrayBuffers still counts them, and no other thread ever sees them.
    * The price: V8 no longer collects because of them. Slabs let go (emptied, or evacuated) go only with a full
    * collection that something else started; once more bytes than the slack wait for one (from any arena of the
-   * process), new slabs are ordinary ArrayBuffers again, which V8 counts, until it has collected.
+   * process, watch frames included), new slabs are ordinary ArrayBuffers again, which V8 counts, until it has
+   * collected. The slack is this arena's or an eighth of the slabs the process holds, whichever is more (offheap.ts).
    */
   private newSlab(): Buffer {
     // Whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back).
     const size = Math.min(this.maxSlabSize, Math.max(1, Math.floor(this.slabBytes / 8 / this.slabSize)) * this.slabSize);
-    return uncountedBuffer(size, this.slack);
+    const b = uncountedBuffer(size, this.slack);
+    holdUncounted(b);
+    return b;
   }
 
   /** A copy of bytes in the arena. */
@@ -125,6 +128,7 @@ export class Arena {
 
   private drop(s: Slab): void {
     this.slabs.delete(s.buf.buffer);
+    releaseUncounted(s.buf);
     awaitCollection(s.buf.buffer, s.buf.length);
     this.slabBytes -= s.buf.length;
     this.liveBytes -= s.live;

@@ -4,7 +4,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { awaitCollection, awaitingCollectionBytes, uncountedBuffer } from '../../src/api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, heldUncountedBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../../src/api/offheap.js';
 import { encodeWatchEvent } from '../../src/api/watch.js';
 
 setFlagsFromString('--expose-gc');
@@ -34,6 +34,37 @@ describe('uncounted buffers', () => {
     await collectedUntil(() => awaitingCollectionBytes() <= base);
     expect(awaitingCollectionBytes()).toBe(base);
     expect(uncountedBuffer(4096, 1 << 20).buffer).toBeInstanceOf(SharedArrayBuffer);
+  });
+
+  it('allow an eighth of what is held to await collection, past a smaller slack', async () => {
+    await collectedUntil(() => awaitingCollectionBytes() === 0);
+    const held0 = heldUncountedBytes();
+    // 8 MiB held: up to 1 MiB may await collection, though the slack asked is 64 KiB.
+    const slab = uncountedBuffer(8 << 20, 64 << 10);
+    holdUncounted(slab);
+    expect(heldUncountedBytes()).toBe(held0 + (8 << 20));
+    (() => {
+      for (let i = 0; i < 3; i++) awaitCollection(uncountedBuffer(256 << 10, 64 << 10).buffer, 256 << 10);
+    })();
+    expect(uncountedBuffer(4096, 64 << 10).buffer).toBeInstanceOf(SharedArrayBuffer);
+    (() => {
+      for (let i = 0; i < 2; i++) awaitCollection(uncountedBuffer(256 << 10, 64 << 10).buffer, 256 << 10);
+    })();
+    expect(uncountedBuffer(4096, 64 << 10).buffer).toBeInstanceOf(ArrayBuffer);
+    // Released, the slab no longer raises the slack (and releasing twice changes nothing).
+    releaseUncounted(slab);
+    releaseUncounted(slab);
+    expect(heldUncountedBytes()).toBe(held0);
+    await collectedUntil(() => awaitingCollectionBytes() === 0);
+    expect(awaitingCollectionBytes()).toBe(0);
+  });
+
+  it('stop counting a held buffer nobody released once it is collected', async () => {
+    const held0 = heldUncountedBytes();
+    (() => holdUncounted(uncountedBuffer(1 << 20, 1 << 20)))();
+    expect(heldUncountedBytes()).toBe(held0 + (1 << 20));
+    await collectedUntil(() => heldUncountedBytes() === held0);
+    expect(heldUncountedBytes()).toBe(held0);
   });
 
   it('hold watch frames: a pod-sized frame is a view into a shared chunk, with its bytes as framed', () => {

@@ -14,6 +14,7 @@ import { startReflector, type Reflector } from '../cache/reflector.js';
 import type { StaleMember } from '../cache/serve.js';
 import type { MemberConnections, MemberSource } from './connections.js';
 import type { MemberCacheStatus } from './member.js';
+import { collectGarbage } from './postsync.js';
 
 const RESOURCES: ReadonlyArray<{ resource: CachedResource; path: string }> = [
   { resource: 'pods', path: '/api/v1/pods' },
@@ -34,6 +35,14 @@ export interface MemberCachesOptions {
 
 export interface MemberCaches {
   statuses(): MemberCacheStatus[];
+  /**
+   * Whether no member is still on its first list (those that cannot be reached are not waited for) and, the first
+   * time that is so after anything was listed, the heap was collected once (postsync.ts). Asked by /readyz, which
+   * also starts that collection when it is due.
+   */
+  ready(): boolean;
+  /** How long that collection took (ms), once it has run. */
+  readonly postSyncCollectionMs: number | undefined;
   stale(): readonly StaleMember[];
   isStale(name: string): boolean;
   close(): Promise<void>;
@@ -58,6 +67,32 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   const metrics = o.registry ? memberMetrics(o.registry) : undefined;
   const workers = o.intakeWorkers ?? 0;
   const pool = workers > 0 ? startIntakePool({ workers, log: o.log, onCrash: () => metrics?.intakeCrashes.inc() }) : undefined;
+  let settled = false;
+  let settling = false;
+  let collectionMs: number | undefined;
+  // The first time nothing is left listing: one full collection, in a turn of its own (postsync.ts).
+  const maybeSettle = (): void => {
+    if (settled || settling) return;
+    // As /readyz counts them: a member that cannot be reached is not waited for.
+    let listed = false;
+    for (const r of running.values()) {
+      if (!r.synced && !r.reflectors.find((x) => x.stale)?.lastError) return;
+      listed ||= r.synced;
+    }
+    // Nothing listed (no members, or none reachable; or none known yet, as while Karmada's clusters are still being
+    // read, which /readyz does not wait for either): nothing to collect.
+    if (!listed) {
+      settled = true;
+      return;
+    }
+    settling = true;
+    setImmediate(() => {
+      const ms = collectGarbage();
+      collectionMs = ms;
+      settled = true;
+      o.log.info({ ms: Math.round(ms), heapUsedBytes: process.memoryUsage().heapUsed }, 'member caches listed; heap collected once before ready');
+    });
+  };
 
   const start = (name: string): void => {
     const conn = o.connections.get(name);
@@ -78,6 +113,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
       }
       const stale = state.reflectors.find((r) => r.stale);
       if (stale) o.log.warn({ member: name, error: stale.lastError }, 'member cache is stale');
+      maybeSettle();
     };
     for (const { resource, path } of RESOURCES) {
       const sink = o.cache.sink(name, resource);
@@ -106,6 +142,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   };
 
   for (const spec of o.source.list()) start(spec.name);
+  maybeSettle();
   const unsubscribe = o.source.subscribe((ev) => {
     const name = ev.spec.name;
     if (ev.type === 'added') start(name);
@@ -165,6 +202,13 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
 
   return {
     statuses,
+    ready() {
+      maybeSettle();
+      return settled;
+    },
+    get postSyncCollectionMs() {
+      return collectionMs;
+    },
     // Asked by every read served from the cache (for its Warnings): one pass over the members, no counts, and
     // nothing allocated while all are in sync.
     stale() {

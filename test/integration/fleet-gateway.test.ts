@@ -90,6 +90,15 @@ describe.each<KubectlVersion>(['1.27', '1.30', '1.33'])('kubectl %s through the 
   });
 });
 
+describe('readiness after the first listing', () => {
+  it('member-caches is ready once every member is listed and the heap was collected once after it', async () => {
+    const r = await call({ url: gw.url, caPem: gw.servingCA.certPem }, 'GET', '/readyz?verbose');
+    expect(r.status).toBe(200);
+    expect(r.text).toContain('[+]member-caches ok');
+    expect(gw.running.gateway.members!.caches.ready()).toBe(true);
+  });
+});
+
 describe('one name in two members', () => {
   beforeAll(async () => {
     for (const m of ['member-a', 'member-b']) {

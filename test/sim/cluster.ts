@@ -201,11 +201,12 @@ export class SimCluster implements SimResourceAccess {
   /** The rules every update shares, whether it came as PUT or PATCH, for the object or a subresource. */
   private commitUpdate(r: SimResource, store: Store, current: StoredObject, incoming: KubeObject, opts: WriteOptions): StoredObject {
     const obj = r.toStored ? r.toStored(incoming) : incoming;
+    // Parsed anew from the stored bytes: this update owns it, so its parts move into next without a copy.
     const old = objectOf(current) as any;
     let next: any;
     if (opts.subresource === 'status') {
       // The status subresource changes status only.
-      next = { ...structuredClone(old), status: (obj as any).status };
+      next = { ...old, status: (obj as any).status };
     } else {
       next = obj;
       next.apiVersion = old.apiVersion;
@@ -219,7 +220,7 @@ export class SimCluster implements SimResourceAccess {
         m.deletionTimestamp = old.metadata.deletionTimestamp;
         m.deletionGracePeriodSeconds = old.metadata.deletionGracePeriodSeconds;
       }
-      if (r.hasStatus) next.status = structuredClone(old.status);
+      if (r.hasStatus) next.status = old.status;
       if (old.metadata.generation !== undefined) {
         m.generation = old.metadata.generation;
         if (r.generation && JSON.stringify(next.spec) !== JSON.stringify(old.spec)) m.generation++;

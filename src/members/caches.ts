@@ -73,14 +73,16 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   // The first time nothing is left listing: one full collection, in a turn of its own (postsync.ts).
   const maybeSettle = (): void => {
     if (settled || settling) return;
+    // The registry's members first (Karmada's are read from the control plane after start), unless reading them
+    // failed: then there is nothing to wait for.
+    if (o.source.synced === false && !o.source.problems?.().some((p) => p.name === '')) return;
     // As /readyz counts them: a member that cannot be reached is not waited for.
     let listed = false;
     for (const r of running.values()) {
       if (!r.synced && !r.reflectors.find((x) => x.stale)?.lastError) return;
       listed ||= r.synced;
     }
-    // Nothing listed (no members, or none reachable; or none known yet, as while Karmada's clusters are still being
-    // read, which /readyz does not wait for either): nothing to collect.
+    // Nothing listed (no members, or none reachable): nothing to collect.
     if (!listed) {
       settled = true;
       return;

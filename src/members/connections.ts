@@ -25,8 +25,11 @@ export interface MemberConnections {
   close(): Promise<void>;
 }
 
-/** What connections need of a member registry; problems() (members it knows but cannot use) when it has them. */
-export type MemberSource = Pick<MemberRegistry, 'list' | 'subscribe'> & Partial<Pick<MemberRegistry, 'problems'>>;
+/**
+ * What connections need of a member registry; problems() (members it knows but cannot use) and synced (read once)
+ * when it has them.
+ */
+export type MemberSource = Pick<MemberRegistry, 'list' | 'subscribe'> & Partial<Pick<MemberRegistry, 'problems' | 'synced'>>;
 
 interface Entry {
   spec: MemberSpec;

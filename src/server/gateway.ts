@@ -206,7 +206,7 @@ function memberChecks(m: MemberCluster): HealthCheck[] {
       async check() {
         const pending = m.caches.statuses().filter((s) => !s.synced && !s.lastError);
         if (pending.length > 0) throw new Error(`still listing: ${pending.map((s) => s.name).join(', ')}`);
-        if (!m.caches.ready()) throw new Error('collecting the heap after the first listing');
+        if (!m.caches.ready()) throw new Error('waiting for the member registry, or collecting the heap once after the first lists');
       },
       details: () =>
         m.caches.statuses().map((s) => {

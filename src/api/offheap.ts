@@ -38,8 +38,7 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
 
 /**
  * size bytes in a SharedArrayBuffer, or an ordinary buffer once more than the slack awaits collection: slack, or
- * an eighth of what is held, whichever is more. A held buffer counts toward that until release() says it is let
- * go (then call awaitCollection for it).
+ * an eighth of what is held (holdUncounted), whichever is more.
  */
 export function uncountedBuffer(size: number, slack: number): Buffer {
   return awaiting > Math.max(slack, held * SLACK_SHARE) ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
@@ -58,7 +57,7 @@ export function holdUncounted(b: Buffer): void {
   heldCollected.register(b.buffer, b.buffer.byteLength, b.buffer);
 }
 
-/** A buffer passed to holdUncounted is no longer kept. */
+/** A buffer passed to holdUncounted is no longer kept (the caller then lets it await collection: awaitCollection). */
 export function releaseUncounted(b: Buffer): void {
   if (b.buffer instanceof SharedArrayBuffer && heldCollected.unregister(b.buffer)) held -= b.buffer.byteLength;
 }

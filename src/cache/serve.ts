@@ -263,8 +263,7 @@ class DeferredGzip implements BodyWriter {
       if (this.size > GZIP_THRESHOLD) this.startGzip();
     }
     if (this.gz) {
-      if (done) this.gz.end(chunk, () => done());
-      else this.gz.end(chunk);
+      this.gz.end(chunk, done);
       return;
     }
     (this.res as ServerResponse).writeHead(this.code, this.headers);

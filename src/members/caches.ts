@@ -35,6 +35,8 @@ export interface MemberCachesOptions {
 
 export interface MemberCaches {
   statuses(): MemberCacheStatus[];
+  /** Members still on their first list, by name (one that cannot be reached is not counted: /readyz does not wait for it). */
+  listing(): string[];
   /**
    * Whether no member is still on its first list (those that cannot be reached are not waited for) and, the first
    * time that is so after anything was listed, the heap was collected once (postsync.ts). Asked by /readyz, which
@@ -56,6 +58,11 @@ interface Running {
 
 const NONE_STALE: readonly StaleMember[] = Object.freeze([]);
 
+/** Why the member's first stale reflector is stale, if it says. */
+function lastErrorOf(r: Running): string | undefined {
+  return r.reflectors.find((x) => x.stale)?.lastError;
+}
+
 function runningIsStale(r: Running): boolean {
   if (!r.synced) return true;
   for (const x of r.reflectors) if (x.stale) return true;
@@ -67,6 +74,12 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
   const metrics = o.registry ? memberMetrics(o.registry) : undefined;
   const workers = o.intakeWorkers ?? 0;
   const pool = workers > 0 ? startIntakePool({ workers, log: o.log, onCrash: () => metrics?.intakeCrashes.inc() }) : undefined;
+  const listing = (): string[] =>
+    [...running.entries()]
+      .filter(([, r]) => !r.synced && !lastErrorOf(r))
+      .map(([name]) => name)
+      .sort();
+
   let settled = false;
   let settling = false;
   let collectionMs: number | undefined;
@@ -76,14 +89,9 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
     // The registry's members first (Karmada's are read from the control plane after start), unless reading them
     // failed: then there is nothing to wait for.
     if (o.source.synced === false && !o.source.problems?.().some((p) => p.name === '')) return;
-    // As /readyz counts them: a member that cannot be reached is not waited for.
-    let listed = false;
-    for (const r of running.values()) {
-      if (!r.synced && !r.reflectors.find((x) => x.stale)?.lastError) return;
-      listed ||= r.synced;
-    }
+    if (listing().length > 0) return;
     // Nothing listed (no members, or none reachable): nothing to collect.
-    if (!listed) {
+    if (![...running.values()].some((r) => r.synced)) {
       settled = true;
       return;
     }
@@ -204,6 +212,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
 
   return {
     statuses,
+    listing,
     ready() {
       maybeSettle();
       return settled;

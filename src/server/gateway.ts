@@ -204,8 +204,8 @@ function memberChecks(m: MemberCluster): HealthCheck[] {
     {
       name: 'member-caches',
       async check() {
-        const pending = m.caches.statuses().filter((s) => !s.synced && !s.lastError);
-        if (pending.length > 0) throw new Error(`still listing: ${pending.map((s) => s.name).join(', ')}`);
+        const pending = m.caches.listing();
+        if (pending.length > 0) throw new Error(`still listing: ${pending.join(', ')}`);
         if (!m.caches.ready()) throw new Error('waiting for the member registry, or collecting the heap once after the first lists');
       },
       details: () =>

@@ -55,12 +55,21 @@ function isHex(c: number): boolean {
   return (c >= ZERO && c <= NINE) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
 }
 
+// Bytes that end a plain run in a string: the quote, the backslash and control characters.
+const STRING_STOP = new Uint8Array(256);
+for (let c = 0; c < 0x20; c++) STRING_STOP[c] = 1;
+STRING_STOP[QUOTE] = 1;
+STRING_STOP[BACKSLASH] = 1;
+
 /** b[i] is a quote: the index after the string's closing quote. */
 function skipString(b: Uint8Array, i: number): number {
   const n = b.length;
   escaped = false;
   i++;
   for (;;) {
+    // Four bytes a step while none ends the run: most of a pod's bytes are in strings.
+    while (i + 4 <= n && (STRING_STOP[b[i]] | STRING_STOP[b[i + 1]] | STRING_STOP[b[i + 2]] | STRING_STOP[b[i + 3]]) === 0) i += 4;
+    while (i < n && STRING_STOP[b[i]] === 0) i++;
     if (i >= n) fail(b, i, 'in a string');
     const c = b[i];
     if (c === QUOTE) return i + 1;
@@ -75,10 +84,8 @@ function skipString(b: Uint8Array, i: number): number {
       } else {
         fail(b, i + 1, 'in an escape');
       }
-    } else if (c < 0x20) {
-      fail(b, i, 'a control character in a string');
     } else {
-      i++;
+      fail(b, i, 'a control character in a string');
     }
   }
 }
@@ -122,9 +129,21 @@ function skipLiteral(b: Uint8Array, i: number, word: string): number {
 /** After an object's opening brace (and space): a key, its colon and the space before its value. */
 function skipKey(b: Uint8Array, i: number): number {
   if (b[i] !== QUOTE) fail(b, i, 'a key');
-  i = skipSpace(b, skipString(b, i));
-  if (b[i] !== COLON) fail(b, i, 'a colon after a key');
-  return skipSpace(b, i + 1);
+  i = skipString(b, i);
+  if (b[i] !== COLON) {
+    i = skipSpace(b, i);
+    if (b[i] !== COLON) fail(b, i, 'a colon after a key');
+  }
+  i++;
+  return isSpace(b[i]) ? skipSpace(b, i) : i;
+}
+
+/** Open containers while a value is skipped, innermost last (the opening byte of each): shared, as skipValue runs
+ * to its end without calling out, and grown for deep input. */
+let openStack = new Uint8Array(64);
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /**
@@ -132,29 +151,26 @@ function skipKey(b: Uint8Array, i: number): number {
  * JSON.parse would. Nesting is kept on a stack of its own, so depth is bounded by memory, not the call stack.
  */
 export function skipValue(b: Uint8Array, i: number): number {
-  // Open containers, innermost last: true for an object. Made at the first container: most values skipped are
-  // strings and numbers.
-  let open: boolean[] | undefined;
+  let depth = 0;
   for (;;) {
     // A value at i.
     const c = b[i];
     if (c === QUOTE) {
       i = skipString(b, i);
-    } else if (c === OPEN_OBJECT) {
-      i = skipSpace(b, i + 1);
-      if (b[i] === CLOSE_OBJECT) {
+    } else if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      i++;
+      if (isSpace(b[i])) i = skipSpace(b, i);
+      // The closing byte is the opening one + 2, for both.
+      if (b[i] === c + 2) {
         i++;
       } else {
-        (open ??= []).push(true);
-        i = skipKey(b, i);
-        continue;
-      }
-    } else if (c === OPEN_ARRAY) {
-      i = skipSpace(b, i + 1);
-      if (b[i] === CLOSE_ARRAY) {
-        i++;
-      } else {
-        (open ??= []).push(false);
+        if (depth === openStack.length) {
+          const grown = new Uint8Array(depth * 2);
+          grown.set(openStack);
+          openStack = grown;
+        }
+        openStack[depth++] = c;
+        if (c === OPEN_OBJECT) i = skipKey(b, i);
         continue;
       }
     } else if (c === MINUS || (c >= ZERO && c <= NINE)) {
@@ -170,21 +186,22 @@ export function skipValue(b: Uint8Array, i: number): number {
     }
     // After a value: the next one in its container, or the containers it closes.
     for (;;) {
-      if (open === undefined || open.length === 0) return i;
-      i = skipSpace(b, i);
+      if (depth === 0) return i;
+      if (isSpace(b[i])) i = skipSpace(b, i);
       const d = b[i];
-      const inObject = open[open.length - 1];
+      const open = openStack[depth - 1];
       if (d === COMMA) {
-        i = skipSpace(b, i + 1);
-        if (inObject) i = skipKey(b, i);
+        i++;
+        if (isSpace(b[i])) i = skipSpace(b, i);
+        if (open === OPEN_OBJECT) i = skipKey(b, i);
         break;
       }
-      if (d === (inObject ? CLOSE_OBJECT : CLOSE_ARRAY)) {
-        open.pop();
+      if (d === open + 2) {
+        depth--;
         i++;
         continue;
       }
-      fail(b, i, inObject ? 'a comma or } in an object' : 'a comma or ] in an array');
+      fail(b, i, open === OPEN_OBJECT ? 'a comma or } in an object' : 'a comma or ] in an array');
     }
   }
 }
@@ -258,22 +275,24 @@ export class MemberCursor {
       }
     } else {
       this.memberBoundary = i;
-      i = skipSpace(b, i);
+      if (isSpace(b[i])) i = skipSpace(b, i);
       if (b[i] === CLOSE_OBJECT) {
         this.end = i + 1;
         return false;
       }
       if (b[i] !== COMMA) fail(b, i, 'a comma or } in an object');
-      i = skipSpace(b, i + 1);
+      i++;
+      if (isSpace(b[i])) i = skipSpace(b, i);
     }
     if (b[i] !== QUOTE) fail(b, i, 'a key');
     this.keyStart = i + 1;
     i = skipString(b, i);
     this.keyEnd = i - 1;
     this.keyEscaped = escaped;
-    i = skipSpace(b, i);
+    if (isSpace(b[i])) i = skipSpace(b, i);
     if (b[i] !== COLON) fail(b, i, 'a colon after a key');
-    this.valueStart = skipSpace(b, i + 1);
+    i++;
+    this.valueStart = isSpace(b[i]) ? skipSpace(b, i) : i;
     this.pending = true;
     return true;
   }

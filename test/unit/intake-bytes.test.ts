@@ -429,6 +429,21 @@ describe('encodeListBytes and the scanner on invalid JSON', () => {
     }
   });
 
+  it('keeps objects and arrays apart at any depth, and after a failed check', () => {
+    // The open containers are kept on a stack skipValue reuses (grown past 64): a closer must match its own opener
+    // at every depth, and a check that failed half-way must not leave its containers to the next one.
+    for (const depth of [3, 63, 64, 65, 500]) {
+      const open = '[{"a":'.repeat(depth);
+      const close = '}]'.repeat(depth);
+      expect(isJSON(Buffer.from(open + 'true' + close))).toBe(true);
+      expect(isJSON(Buffer.from(open + 'true' + ']}' + close.slice(2)))).toBe(false);
+      expect(isJSON(Buffer.from(open + 'true' + close.slice(0, -1) + '}'))).toBe(false);
+      expect(isJSON(Buffer.from(open))).toBe(false);
+      expect(isJSON(Buffer.from('{"a":[1,2]}'))).toBe(true);
+      expect(isJSON(Buffer.from(' [ { "a" : [ 1 , 2 ] } , { } , [ ] ] '))).toBe(true);
+    }
+  });
+
   it('does not overflow the stack on deep nesting', () => {
     for (const depth of [10_000, 100_000]) {
       const deep = '['.repeat(depth) + ']'.repeat(depth);

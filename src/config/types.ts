@@ -127,6 +127,12 @@ export interface CacheConfig {
    * not hold the main thread (which serves every request); 0 (default): the main thread does it all.
    */
   intakeWorkers: number;
+  /**
+   * How much the process's JS heap may grow past what its last full collection kept before V8 marks it again, in
+   * percent of that, while the heap holds under 256 MiB (src/cache/heapgrowth.ts); 0: V8's own choice, which for a
+   * small cache's heap is its minimum, 10%, and a full mark every ~0.5 s under churn.
+   */
+  heapGrowingPercent: number;
   /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */
   facade?: { kubeconfig: string; context: string };
 }
@@ -213,4 +219,6 @@ export const DEFAULTS = {
   // Off: on 2 shared CPUs (the benchmark machine, the simulated members beside the gateway) one worker made a cold
   // sync of 200k pods 15% faster but one of 1M pods 23% slower (269 s -> 330 s).
   intakeWorkers: 0,
+  // V8's own choice (10% here) made a 30k-pod gateway under churn mark its heap every ~0.5 s (benchmark scenario 6).
+  heapGrowingPercent: 50,
 } as const;

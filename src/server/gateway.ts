@@ -11,6 +11,7 @@ import { defaultPolicyPath, loadPolicyFile, newAuditor, type Auditor } from '../
 import { fleetReadAuthorizer, perClusterReadAuthorizer, type CachedReadAuthorizer } from '../authz/cachedreads.js';
 import { cachingReviewer } from '../authz/decisioncache.js';
 import { newFlowControl, type FlowControl } from '../flowcontrol/index.js';
+import { startHeapGrowth, type HeapGrowth } from '../cache/heapgrowth.js';
 import { MergedCache } from '../cache/merged.js';
 import type { ActiveWatch } from '../cache/watch.js';
 import { ALWAYS_EXPOSED, type Config } from '../config/index.js';
@@ -58,6 +59,7 @@ export interface MemberCluster {
   connections: MemberConnections;
   cache: MergedCache;
   caches: MemberCaches;
+  heapGrowth: HeapGrowth;
 }
 
 export async function newGateway(config: Config, log: Logger): Promise<Gateway> {
@@ -116,6 +118,7 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
         await members.caches.close();
         await members.connections.close();
         await members.registry.close();
+        members.heapGrowth.stop();
       }
       await cacheService?.close();
       await controlPlane.close();
@@ -185,13 +188,15 @@ function admissionRulesFrom(config: Config): AdmissionRules {
 
 function startMembers(config: Config, controlPlane: Upstream, log: Logger, metrics: ApiserverMetrics): MemberCluster {
   const c = config.cache;
+  const heapGrowth = startHeapGrowth(c.heapGrowingPercent);
+  log.info({ heapGrowingPercent: heapGrowth.setting }, 'cache: JS heap growth between full collections');
   const sources: MemberRegistry[] = [staticRegistry(staticMembers(c.members))];
   if (c.karmada.enabled) sources.push(karmadaMembers(controlPlane, { log: log.child({ component: 'karmada-members' }) }));
   const registry = sources.length === 1 ? sources[0]! : combineRegistries(sources, log);
   const connections = memberConnections(registry, { log });
   const cache = new MergedCache({ instanceID: randomUUID(), windowSize: c.windowSize, dropManagedFields: c.dropManagedFields });
   const caches = startMemberCaches({ source: registry, connections, cache, qps: c.qps, burst: c.burst, intakeWorkers: c.intakeWorkers, log: log.child({ component: 'member-cache' }), registry: metrics.registry });
-  return { registry, connections, cache, caches };
+  return { registry, connections, cache, caches, heapGrowth };
 }
 
 /**

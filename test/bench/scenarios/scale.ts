@@ -474,6 +474,8 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const { startTestGateway } = await import('../../support/gateway.js');
   const members = arg.members.map((m) => `    - name: ${m.name}\n      kubeconfig: ${m.kubeconfig}`).join('\n');
   const intake = process.env.FLEETGATE_BENCH_INTAKE_WORKERS ? `  intakeWorkers: ${Number(process.env.FLEETGATE_BENCH_INTAKE_WORKERS)}\n` : '';
+  // FLEETGATE_BENCH_HEAP_GROWING_PERCENT=<n>: cache.heapGrowingPercent (0: V8's own heap growth), to compare.
+  const growth = process.env.FLEETGATE_BENCH_HEAP_GROWING_PERCENT ? `  heapGrowingPercent: ${Number(process.env.FLEETGATE_BENCH_HEAP_GROWING_PERCENT)}\n` : '';
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const faults0 = process.resourceUsage().minorPageFault;
@@ -482,7 +484,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const gw = await startTestGateway({
     controlPlaneKubeconfig: arg.controlPlaneKubeconfig,
     requestTimeoutSeconds: 120,
-    extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n${intake}  members:\n${members}\n`,
+    extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n${intake}${growth}  members:\n${members}\n`,
   });
   const startedMs = performance.now() - t0;
   const caches = gw.running.gateway.members!.caches;

@@ -30,10 +30,12 @@ describe('watch writes', () => {
     const sink = cache.sink('member-a', 'pods');
     sink.replace([], '1');
     const res = await startWatch(cache, '');
-    // Separate timer callbacks of one timers phase, as several members' streams are read in one poll phase.
+    // Separate callbacks of one phase of the loop, as several members' streams are read in one poll phase. Immediates,
+    // not timers: an immediate queued while the check phase runs waits for the next iteration, so these five run in
+    // one phase for certain, where timers set a millisecond apart could fall in two (a flake seen in CI).
     await new Promise<void>((resolve) => {
-      for (let i = 0; i < 5; i++) setTimeout(() => sink.apply('ADDED', pod(`p${i}`)), 0);
-      setTimeout(resolve, 0);
+      for (let i = 0; i < 5; i++) setImmediate(() => sink.apply('ADDED', pod(`p${i}`)));
+      setImmediate(resolve);
     });
     expect(res.writes).toHaveLength(0);
     await nextIteration();

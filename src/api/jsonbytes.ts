@@ -39,13 +39,13 @@ function fail(b: Uint8Array, i: number, what: string): never {
 /** The first index at or after i that is not JSON whitespace. */
 export function skipSpace(b: Uint8Array, i: number): number {
   const start = i;
-  for (;;) {
-    const c = b[i];
-    if (c !== 0x20 && c !== 0x0a && c !== 0x0d && c !== 0x09) break;
-    i++;
-  }
+  while (isSpace(b[i])) i++;
   if (i !== start) spaced = true;
   return i;
+}
+
+function isSpace(c: number): boolean {
+  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 
 /** Set by skipString: whether the string held an escape. */
@@ -141,10 +141,6 @@ function skipKey(b: Uint8Array, i: number): number {
 /** Open containers while a value is skipped, innermost last (the opening byte of each): shared, as skipValue runs
  * to its end without calling out, and grown for deep input. */
 let openStack = new Uint8Array(64);
-
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
 
 /**
  * Checks the JSON value that starts exactly at i and returns the index after it; throws SyntaxError where

@@ -7,8 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SMALL_HEAP_BYTES, startHeapGrowth } from '../../src/cache/heapgrowth.js';
+import { collectGarbage } from '../../src/members/postsync.js';
 
 const module = fileURLToPath(new URL('../../src/cache/heapgrowth.ts', import.meta.url));
+const postsync = fileURLToPath(new URL('../../src/members/postsync.ts', import.meta.url));
 
 /**
  * ~100 MB kept, startHeapGrowth(percent), a full collection, then garbage that outlives the young generation until
@@ -17,14 +19,12 @@ const module = fileURLToPath(new URL('../../src/cache/heapgrowth.ts', import.met
 function growthAfter(percent: number, nodeFlags: string[] = []): { setting: unknown; ratio: number } {
   const script = `
     const { startHeapGrowth } = await import(${JSON.stringify(module)});
+    const { collectGarbage } = await import(${JSON.stringify(postsync)});
     const v8 = await import('node:v8');
-    const { runInNewContext } = await import('node:vm');
-    v8.setFlagsFromString('--expose-gc');
-    const gc = runInNewContext('gc');
     globalThis.keep = [];
     for (let i = 0; i < 700_000; i++) globalThis.keep.push({ i, s: 'x' + i, a: [i, i + 1] });
     const { setting } = startHeapGrowth(${percent});
-    gc();
+    collectGarbage();
     const live = v8.getHeapStatistics().used_heap_size;
     console.log('LIVE ' + JSON.stringify({ setting, live }));
     // Dies later, as a cache's window of events does.
@@ -63,16 +63,13 @@ describe('startHeapGrowth', () => {
     try {
       expect(g.current()).toBe(50);
       used = SMALL_HEAP_BYTES + 1;
-      // A full collection: the observer re-reads the heap.
-      (globalThis as { gc?: () => void }).gc?.();
+      // A full collection: the observer, told of it a moment later, re-reads the heap.
+      collectGarbage();
       return new Promise<void>((resolve, reject) => {
         const deadline = Date.now() + 10_000;
         const poll = () => {
           if (g.current() === 0) return resolve();
           if (Date.now() > deadline) return reject(new Error(`still ${g.current()} after a full collection`));
-          // Garbage enough for V8 to mark on its own where gc() is not exposed.
-          const junk: unknown[] = [];
-          for (let i = 0; i < 200_000; i++) junk.push({ i });
           setTimeout(poll, 10);
         };
         poll();

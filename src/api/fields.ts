@@ -2,6 +2,7 @@
 // conversions (pkg/apis/*/v1/conversion.go) and selectable field sets (pkg/registry/*/strategy.go) that decide
 // which fields a kube-apiserver lets you select on, with its exact error text.
 
+import { intern } from './intern.js';
 import { goQuote, newBadRequest, type StatusError } from './status.js';
 
 export interface FieldRequirement {
@@ -334,18 +335,41 @@ export function podFields(pod: any): Record<string, string> {
  * bytes (src/cache/intake.ts). One literal, so every pod's set shares one shape.
  */
 export function podFieldSet(nodeName: string, restartPolicy: string, schedulerName: string, serviceAccountName: string, hostNetwork: boolean, phase: string, podIP: string, nominatedNodeName: string, name: string, namespace: string): Record<string, string> {
-  return {
-    'spec.nodeName': nodeName,
-    'spec.restartPolicy': restartPolicy,
-    'spec.schedulerName': schedulerName,
-    'spec.serviceAccountName': serviceAccountName,
-    'spec.hostNetwork': hostNetwork ? 'true' : 'false',
-    'status.phase': phase,
-    'status.podIP': podIP,
-    'status.nominatedNodeName': nominatedNodeName,
-    'metadata.name': name,
-    'metadata.namespace': namespace,
-  };
+  return shareValues(
+    {
+      'spec.nodeName': nodeName,
+      'spec.restartPolicy': restartPolicy,
+      'spec.schedulerName': schedulerName,
+      'spec.serviceAccountName': serviceAccountName,
+      'spec.hostNetwork': hostNetwork ? 'true' : 'false',
+      'status.phase': phase,
+      'status.podIP': podIP,
+      'status.nominatedNodeName': nominatedNodeName,
+      'metadata.name': name,
+      'metadata.namespace': namespace,
+    },
+    SHARED_POD_FIELDS,
+  );
+}
+
+/**
+ * Selectable fields whose values many objects share (a node, a namespace, a phase), kept once per process
+ * (src/api/intern.ts) in the sets a cache holds. Names, uids and IPs are an object's own and left as they are.
+ */
+const SHARED_POD_FIELDS = ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.nominatedNodeName', 'metadata.namespace'];
+const SHARED_EVENT_FIELDS = ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.apiVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type', 'metadata.namespace'];
+
+function shareValues(f: Record<string, string>, names: readonly string[]): Record<string, string> {
+  for (let i = 0; i < names.length; i++) {
+    const v = f[names[i]!];
+    if (v !== undefined && v !== '') f[names[i]!] = intern(v);
+  }
+  return f;
+}
+
+/** A pod's or an event's field set made elsewhere (an intake worker), its shared values made the process's own. */
+export function shareFieldValues(f: Record<string, string>): Record<string, string> {
+  return shareValues(f, 'spec.nodeName' in f ? SHARED_POD_FIELDS : SHARED_EVENT_FIELDS);
 }
 
 /**
@@ -356,7 +380,7 @@ export function eventFields(ev: any): Record<string, string> {
   const ref = ev?.involvedObject ?? ev?.regarding ?? {};
   const reportingController = str(ev?.reportingComponent ?? ev?.reportingController);
   const component = str((ev?.source ?? ev?.deprecatedSource)?.component);
-  return {
+  const fields: Record<string, string> = {
     'involvedObject.kind': str(ref.kind),
     'involvedObject.namespace': str(ref.namespace),
     'involvedObject.name': str(ref.name),
@@ -370,6 +394,7 @@ export function eventFields(ev: any): Record<string, string> {
     type: str(ev?.type),
     ...objectMetaFields(ev, true),
   };
+  return shareValues(fields, SHARED_EVENT_FIELDS);
 }
 
 export function namespaceFields(ns: any): Record<string, string> {

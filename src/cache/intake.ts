@@ -10,7 +10,8 @@
 import { isUtf8 } from 'node:buffer';
 import { randomBytes } from 'node:crypto';
 import { coreToEventsV1 } from '../api/eventconv.js';
-import { eventFields, podFieldSet, podFields } from '../api/fields.js';
+import { eventFields, podFieldSet, podFields, shareFieldValues } from '../api/fields.js';
+import { intern } from '../api/intern.js';
 import { hugeNumbers, MemberCursor, resetSpaced, skipSpace, spaced, stringAt } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
 import { topLevelValue } from './store.js';
@@ -43,6 +44,7 @@ export interface EncodedPage {
   namespaces: string[];
   names: string[];
   memberRVs: string[];
+  /** Labels and selectable fields; empty for an object left unserialized (the caller holds that version). */
   labels: Record<string, string>[];
   fields: Record<string, string>[];
   /** events: the v1 view's selectable fields. */
@@ -123,7 +125,7 @@ export function encodeObjects(objects: KubeObject[], t: IntakeTransform, sizeHin
   for (const obj of objects) {
     const meta = obj?.metadata;
     if (!meta?.name) continue;
-    const namespace = meta.namespace ?? '';
+    const namespace = intern(meta.namespace ?? '');
     const name = meta.name;
     const memberRV = meta.resourceVersion ?? '';
     const s = i * stride;
@@ -133,7 +135,7 @@ export function encodeObjects(objects: KubeObject[], t: IntakeTransform, sizeHin
     i++;
     if (unchanged?.(namespace, name, memberRV)) {
       offsets.fill(pos, s, s + stride);
-      page.labels.push(meta.labels ?? {});
+      page.labels.push({});
       page.fields.push({});
       page.v1Fields.push({});
       continue;
@@ -553,7 +555,7 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
           name = stringOf(m);
         } else if (m.keyIs('namespace')) {
           ms = once(ms, 2);
-          namespace = stringOf(m);
+          namespace = intern(stringOf(m));
         } else if (m.keyIs('resourceVersion')) {
           ms = once(ms, 4);
           memberRV = stringOf(m);
@@ -647,18 +649,15 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
   page.namespaces.push(namespace);
   page.names.push(name);
   page.memberRVs.push(memberRV);
-  const labels = labelsStart >= 0 ? (JSON.parse(b.toString('utf8', labelsStart, labelsEnd)) as Record<string, string>) : {};
   if (pp.unchanged?.(namespace, name, memberRV)) {
     offsets.fill(pp.pos, s, s + 4);
-    page.labels.push(labels);
+    page.labels.push({});
     page.fields.push({});
     page.v1Fields.push({});
     return end;
   }
-  // A member's own value for the cluster label is replaced where it stands: the object path's job.
-  if (Object.hasOwn(labels, CLUSTER_LABEL)) throw OBJECT_PATH;
-  labels[CLUSTER_LABEL] = pp.t.cluster;
-  page.labels.push(labels);
+  const labelsEmpty = labelsStart < 0 || b[firstInside(b, labelsStart)] === CLOSE_OBJECT;
+  page.labels.push(labelsWithCluster(b, labelsEmpty ? -1 : labelsStart, labelsEnd, pp.t.cluster));
   page.fields.push(podFieldSet(nodeName, restartPolicy, schedulerName, serviceAccountName, hostNetwork, phase, firstPodIP ?? podIP, nominatedNodeName, name, namespace));
   page.v1Fields.push({});
 
@@ -667,7 +666,7 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
   edits = 0;
   if (mfStart >= 0 && pp.t.dropManagedFields) edit(CUT, mfStart, mfEnd, EMPTY);
   if (rvStart >= 0) edit(VERSION, rvStart + 1, rvEnd - 1, EMPTY);
-  if (labelsStart >= 0) edit(INSERT, labelsEnd - 1, labelsEnd - 1, labelsEnd - labelsStart > 2 ? COMMA_BYTE : EMPTY);
+  if (labelsStart >= 0) edit(INSERT, labelsEnd - 1, labelsEnd - 1, labelsEmpty ? EMPTY : COMMA_BYTE);
   const tail = metaEnd - 1;
   const buf = reserve(pp, end - p + pp.kindMember.length + pp.apiVersionMember.length + 2 * pp.clusterMember.length + 64);
   let pos = pp.pos;
@@ -709,6 +708,42 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
 
 const COMMA_BYTE = Buffer.from(',');
 
+/** The index of the first byte after b[open] (an opening brace) that is not whitespace. */
+function firstInside(b: Buffer, open: number): number {
+  let i = open + 1;
+  while (isSpace(b[i]!)) i++;
+  return i;
+}
+
+/**
+ * The start of the text labelsWithCluster parses: the cluster label first, with a value no label can have (label
+ * values are at most alphanumerics, '-', '_' and '.'), so that a member's own cluster label, which JSON.parse lets
+ * win, shows.
+ */
+const CLUSTER_FIRST = `{${JSON.stringify(CLUSTER_LABEL)}:" "`;
+
+/**
+ * The labels of b[start, end) (a non-empty object; start -1 for none) with the cluster label, parsed as one
+ * object: the label added after the parse put it in a separate property array, ~40 bytes more per cached pod. Label
+ * values longer than JSON.parse shares are made the process's own copy (src/api/intern.ts): an app's or a chart's
+ * name is the same in all of its pods.
+ */
+function labelsWithCluster(b: Buffer, start: number, end: number, cluster: string): Record<string, string> {
+  if (start < 0) return { [CLUSTER_LABEL]: cluster };
+  const labels = JSON.parse(CLUSTER_FIRST + ',' + b.toString('utf8', start + 1, end)) as Record<string, string>;
+  // A member's own value for the cluster label is replaced where it stands: the object path's job.
+  if (labels[CLUSTER_LABEL] !== ' ') throw OBJECT_PATH;
+  labels[CLUSTER_LABEL] = cluster;
+  for (const k in labels) {
+    const v = labels[k];
+    if (typeof v === 'string' && v.length > SHARED_BY_PARSE) labels[k] = intern(v);
+  }
+  return labels;
+}
+
+/** JSON.parse makes one string of each value up to this long (V8's kMaxInternalizedStringValueLength). */
+const SHARED_BY_PARSE = 10;
+
 /** An EncodedPage as it crosses between threads: the bytes and offsets transferred, the small parts as JSON. */
 export interface WirePage {
   listRV: string;
@@ -735,6 +770,10 @@ export function toWire(page: EncodedPage): WirePage {
  */
 export function fromWire(wire: WirePage): EncodedPage {
   const [namespaces, names, memberRVs, labels, fields, v1Fields] = JSON.parse(wire.parts) as [string[], string[], string[], Record<string, string>[], Record<string, string>[], Record<string, string>[]];
+  // Made in the worker's own strings: the shared ones become this process's (src/api/intern.ts).
+  for (let i = 0; i < namespaces.length; i++) namespaces[i] = intern(namespaces[i]!);
+  for (const f of fields) shareFieldValues(f);
+  for (const f of v1Fields) shareFieldValues(f);
   const b = wire.bytes;
   const bytes = Buffer.from(b.buffer, b.byteOffset, b.byteLength);
   return { listRV: wire.listRV, continue: wire.continue, count: wire.count, stride: wire.stride, bytes, offsets: wire.offsets, namespaces, names, memberRVs, labels, fields, v1Fields };

@@ -4,6 +4,7 @@
 // (for watches that resume). The in-memory fleet stores every resource in one of these, and the gateway's
 // merged cache keeps pods and events of all members in them, so both follow one set of rules.
 
+import { intern } from '../api/intern.js';
 import { metadataMember } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
 import { buildIndexWith, deferIndex, newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
@@ -515,7 +516,7 @@ export class Store {
 
   private sealObject(obj: KubeObject, rv: number, json: Buffer): StoredObject {
     const meta = obj.metadata;
-    const namespace = meta.namespace ?? '';
+    const namespace = intern(meta.namespace ?? '');
     const name = meta.name ?? '';
     const key = this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name;
     // The string the store already holds for this key, if any: every version and index then shares one.

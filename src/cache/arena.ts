@@ -108,12 +108,21 @@ export class Arena {
     return b;
   }
 
-  /** The object whose bytes these are is no longer current (a view from elsewhere is ignored). */
-  free(view: Buffer): void {
-    const s = this.slabs.get(view.buffer);
+  /** The slab view (a view of alloc's, or its slab) lies in, if it is one of this arena's. */
+  slabOf(view: Buffer): Buffer | undefined {
+    const c = this.current;
+    return c !== undefined && c.buf.buffer === view.buffer ? c.buf : this.slabs.get(view.buffer)?.buf;
+  }
+
+  /**
+   * The object whose bytes these are is no longer current: bytes, the view alloc gave or the slab it is in, and
+   * how many (a buffer from elsewhere is ignored).
+   */
+  free(bytes: Buffer, length = bytes.length): void {
+    const s = this.slabs.get(bytes.buffer);
     if (!s) return;
-    s.live -= view.length;
-    this.liveBytes -= view.length;
+    s.live -= length;
+    this.liveBytes -= length;
     if (s.live === 0 && s !== this.current) this.drop(s);
     else if (!this.evacuating && this.overSlack()) this.startEvacuation();
   }

@@ -222,8 +222,8 @@ async function writeBytesList(res: ServerResponse, prefix: Buffer, items: Iterab
   let first = true;
   for (let n = source.fill(batch); n > 0; n = source.fill(batch)) {
     for (let i = 0; i < n; i++) {
-      const json = batch[i]!.json;
-      const need = json.length + (first ? 0 : 1);
+      const o = batch[i]!;
+      const need = o.end - o.start + (first ? 0 : 1);
       if (at + need > buf.length) {
         // It does not fit: what is there goes, and the object gets a buffer it fits in (its own when it is large).
         const ok = at === 0 || sendChunk(body, buf, at);
@@ -235,7 +235,7 @@ async function writeBytesList(res: ServerResponse, prefix: Buffer, items: Iterab
       }
       if (!first) buf[at++] = 0x2c; // ,
       first = false;
-      at += json.copy(buf, at);
+      at += o.bytes.copy(buf, at, o.start, o.end);
       if (at >= BYTES_CHUNK) {
         const ok = sendChunk(body, buf, at);
         buf = chunkBuffer(POOLED_CHUNK);

@@ -23,9 +23,17 @@ export interface StoredObject {
    * times the JSON's size per object. Bytes, not a string: they live outside the JS heap, so a cache of millions of
    * objects does not make every garbage collection walk and move gigabytes, and a response copies them instead of
    * encoding a string each time. objectOf() and metadataOf() parse them when a reader needs more than labels and
-   * fields. Current objects' bytes are views into the store's slabs (arena.ts).
+   * fields. Current objects' bytes are in the store's slabs (arena.ts).
+   *
+   * A view made on each read: the object holds where its bytes are (bytes, start, end) instead of a view of its own,
+   * a Buffer object of ~100 bytes in the JS heap per cached object. Readers that copy every object, as a list does,
+   * copy from bytes[start, end) and make no view at all.
    */
   readonly json: Buffer;
+  /** A buffer holding the object's JSON at [start, end): its slab, or a buffer of its own (start 0). */
+  readonly bytes: Buffer;
+  readonly start: number;
+  readonly end: number;
   readonly labels: Readonly<Record<string, string>>;
   /** Selectable fields (field selectors), computed once. */
   readonly fields: Readonly<Record<string, string>>;
@@ -53,7 +61,26 @@ export interface StoreEvent {
  * An object serialized before it is stored (Store.putEncoded): a StoredObject but its resourceVersion, with the JSON
  * already carrying it and the key as StoreOptions.keyOf would give.
  */
-export type EncodedObject = Omit<StoredObject, 'rv'>;
+export type EncodedObject = Omit<StoredObject, 'rv' | 'bytes' | 'start' | 'end'>;
+
+/** Every StoredObject is one of these (Store.sealed), so all share one shape. */
+class Sealed implements StoredObject {
+  constructor(
+    readonly key: string,
+    readonly namespace: string,
+    readonly name: string,
+    readonly rv: number,
+    readonly bytes: Buffer,
+    readonly start: number,
+    readonly end: number,
+    readonly labels: Readonly<Record<string, string>>,
+    readonly fields: Readonly<Record<string, string>>,
+  ) {}
+
+  get json(): Buffer {
+    return this.start === 0 && this.end === this.bytes.length ? this.bytes : this.bytes.subarray(this.start, this.end);
+  }
+}
 
 /** The source of resourceVersions: one per simulated cluster (like an etcd revision), one per gateway. */
 export interface RvClock {
@@ -452,7 +479,7 @@ export class Store {
   private commit(stored: StoredObject, prev = this.objects.get(stored.key)): StoredObject {
     this.objects.set(stored.key, stored);
     if (!prev) this.keys.add(stored.key);
-    else this.arena.free(prev.json);
+    else this.arena.free(prev.bytes, prev.end - prev.start);
     if (this.index) updateIndex(this.index, prev, stored);
     this.record({ type: prev ? 'MODIFIED' : 'ADDED', rv: stored.rv, object: stored, prev, encoded: undefined });
     return stored;
@@ -469,7 +496,7 @@ export class Store {
     const last = this.restamp(prev, rv, this.pastBytes);
     this.objects.delete(key);
     this.keys.delete(key);
-    this.arena.free(prev.json);
+    this.arena.free(prev.bytes, prev.end - prev.start);
     if (this.index) updateIndex(this.index, prev, undefined);
     this.record({ type: 'DELETED', rv, object: last, prev, encoded: undefined });
     return last;
@@ -534,7 +561,7 @@ export class Store {
       let n = 0;
       for (let r = objects.next(); !r.done; r = objects.next()) {
         const o = r.value;
-        if (from.has(o.json.buffer)) this.objects.set(o.key, this.sealed(o.key, o.namespace, o.name, o.rv, this.arena.copy(o.json), o.labels, o.fields));
+        if (from.has(o.bytes.buffer)) this.objects.set(o.key, this.sealed(o.key, o.namespace, o.name, o.rv, this.arena.copy(o.json), o.labels, o.fields));
         if (++n >= REHOME_BATCH) return void setImmediate(step);
       }
       done();
@@ -543,17 +570,15 @@ export class Store {
     setImmediate(step);
   }
 
-  /** Every StoredObject is made here, so all share one shape. key: the store's own string for it, if it has one. */
+  /**
+   * Every StoredObject is made here. key: the store's own string for it, if it has one. json: a view into one of
+   * the arena's slabs (kept as the slab and where in it), or a buffer of the object's own.
+   */
   private sealed(key: string, namespace: string, name: string, rv: number, json: Buffer, labels: Readonly<Record<string, string>>, fields: Readonly<Record<string, string>>): StoredObject {
-    return {
-      key,
-      namespace,
-      name,
-      rv,
-      json,
-      labels,
-      fields,
-    };
+    const slab = this.arena.slabOf(json);
+    if (!slab) return new Sealed(key, namespace, name, rv, json, 0, json.length, labels, fields);
+    const start = json.byteOffset - slab.byteOffset;
+    return new Sealed(key, namespace, name, rv, slab, start, start + json.length, labels, fields);
   }
 
   private record(ev: StoreEvent): void {

@@ -44,7 +44,10 @@ function heldResponse() {
 }
 
 function objects(n: number, size: number): StoredObject[] {
-  return Array.from({ length: n }, (_, i) => ({ json: Buffer.from(JSON.stringify({ metadata: { name: `p${i}` }, pad: 'x'.repeat(size) })) }) as unknown as StoredObject);
+  return Array.from({ length: n }, (_, i) => {
+    const json = Buffer.from(JSON.stringify({ metadata: { name: `p${i}` }, pad: 'x'.repeat(size) }));
+    return { json, bytes: json, start: 0, end: json.length } as unknown as StoredObject;
+  });
 }
 
 async function listsInFlight(count: number, items: StoredObject[]) {

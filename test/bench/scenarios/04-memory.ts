@@ -1,5 +1,6 @@
 // Scenario 4: memory per cached pod, for the gateway's cache alone. A MergedCache is filled in this process
-// through its reflector sinks with generated pods (no sim, no sockets), and the heap, the buffers outside it and
+// through its reflector sinks with generated pods (no sim, no sockets), as list pages of bytes the way the gateway
+// reads its members' lists (the sink's encodePage: cache.intakeWorkers 0), and the heap, the buffers outside it and
 // the resident set are read after full collections before and after; the cache is kept alive until the second
 // reading. The cache keeps each pod's JSON as bytes outside the JS heap, so "heap" here is the JS heap plus those
 // buffers (process.memoryUsage().arrayBuffers): everything the cache holds. The gateway's whole
@@ -41,6 +42,9 @@ function heldPerPod(n: number, make: (i: number) => unknown): number {
   return (after - before) / n;
 }
 
+/** Pods per list page, as the gateway's reflectors ask for them. */
+const PAGE = 500;
+
 export const run: Scenario = async ({ quick, log }) => {
   const members = 10;
   const perMember = quick ? 2_000 : 10_000;
@@ -52,15 +56,22 @@ export const run: Scenario = async ({ quick, log }) => {
   const apps = ['web', 'api', 'worker', 'cache', 'batch'];
   for (let m = 0; m < members; m++) {
     const cluster = `member-${m + 1}`;
-    const objects = [];
-    for (let i = 0; i < perMember; i++) {
-      const { pod, status } = generatePod({ namespace: ['load', 'load-2', 'load-3'][i % 3]!, app: apps[i % apps.length]!, index: i, node: `${cluster}-node-${(i % 10) + 1}` }, created);
-      (pod as any).status = status;
-      pod.metadata!.resourceVersion = String(1000 + i);
-      pod.metadata!.uid = `${m}-${i}-${'0'.repeat(24)}`;
-      objects.push(pod);
+    const sink = cache.sink(cluster, 'pods');
+    const list = sink.startList();
+    for (let from = 0; from < perMember; from += PAGE) {
+      const items = [];
+      for (let i = from; i < Math.min(perMember, from + PAGE); i++) {
+        const { pod, status } = generatePod({ namespace: ['load', 'load-2', 'load-3'][i % 3]!, app: apps[i % apps.length]!, index: i, node: `${cluster}-node-${(i % 10) + 1}` }, created);
+        (pod as any).status = status;
+        pod.metadata!.resourceVersion = String(1000 + i);
+        pod.metadata!.uid = `${m}-${i}-${'0'.repeat(24)}`;
+        items.push(pod);
+      }
+      const more = from + PAGE < perMember;
+      const page = Buffer.from(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: String(1000 + perMember), ...(more ? { continue: String(from + PAGE) } : {}) }, items }));
+      list.addEncoded(sink.encodePage(page));
     }
-    cache.sink(cluster, 'pods').replace(objects, String(1000 + perMember));
+    list.end(String(1000 + perMember));
   }
   // The event window holds an ADDED per pod; a steady cache's window holds changes instead, of the same size
   // class, so it stays in the figure (it is memory a synced gateway does hold).
@@ -99,6 +110,7 @@ export const run: Scenario = async ({ quick, log }) => {
     `${n} pods from ${members} members filled through MergedCache sinks in the benchmark process (the issue's 1M would need ~${round((heapPerPod * 1e6) / 2 ** 30, 1)} GiB of heap at this rate; the figure is per pod, so it is measured at ${n})`,
     `heap and RSS deltas are read after three full collections; "heap" is the JS heap plus the array buffers outside it (JS heap ${round(jsHeapPerPod)} B, buffers ${round(buffersPerPod)} B per pod): the cache holds each pod serialized only, as its JSON bytes outside the JS heap, in slabs shared by its objects (src/cache/arena.ts: 4 MiB, growing with the store to an eighth of what it holds, at most 64 MiB; the slab being filled counts whole here, while RSS counts only its pages written; Table rows, GET by name and writes parse them on demand), plus its labels, selectable fields, key, selector-index entries and event-window entry`,
     `breakdown per pod: the JSON bytes ${round(bytesPerPod)} B (${round(bytesPerPod / jsonPerPod, 2)}x; the same JSON as a JS string would take ${round(stringPerPod)} B), labels and selectable fields ${round(selectablePerPod)} B, the rest (key, maps, selector index, window entry) ${round(heapPerPod - bytesPerPod - selectablePerPod)} B; the parsed object the cache does not keep would add ${round(parsedPerPod)} B (${round(parsedPerPod / jsonPerPod, 2)}x)`,
+    `in the sixth round of 2026-11-27 the JS heap per pod went from ~870 to ~630 B: values many pods share (namespace, node, scheduler, restart policy, service account, phase, label values past the 10 characters JSON.parse shares) are kept once per process (src/api/intern.ts; they were seven fresh strings per pod, ~170 B); a pod's labels are parsed with the cluster label in place (added after the parse, it gave every labels object a separate property array, ~40 B); and a stored object keeps its slab and where in it its JSON lies instead of a Buffer view of its own (~80 B). A heap snapshot of 100,000 cached pods before these (test/bench/scratch/heapcomp.ts, not kept) had per pod: strings 318 B, the StoredObject, labels and fields objects 247 B, the view 96 B, map and index tables 88 B, the labels' property array 40 B, the resourceVersion as a heap number 16 B. Since that round this scenario fills the cache as list pages of bytes, the gateway's own path, rather than whole parsed lists`,
     `peers: karmada-search about 70 KB per pod`,
     `RSS is ${round(rssOverHeap)} B per pod above the heap: the young generation grew by ${round(newSpaceGrowth / 2 ** 20, 1)} MiB during the fill (${round(newSpaceGrowth / n)} B per pod at this count, a fixed amount rather than per pod), and the heap held ${round((after.heapTotal - after.heapUsed) / n)} B per pod committed but unused (free space left in heap pages, mostly by the parsed member lists the fill dropped)`,
   ];

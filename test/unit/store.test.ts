@@ -183,6 +183,21 @@ describe('Store', () => {
 });
 
 describe('stored objects are kept serialized only', () => {
+  it("current objects hold their slab and where in it their JSON lies, not a view each; json is that span", () => {
+    const s = new Store({ clock: newRvClock() });
+    const a = s.put(pod('ns', 'a'));
+    const b = s.put(pod('ns', 'b'));
+    // One slab for both: a view per object was ~100 bytes of JS heap each.
+    expect(a.bytes).toBe(b.bytes);
+    expect(a.end - a.start).toBe(a.json.length);
+    expect(b.start).toBeGreaterThanOrEqual(a.end);
+    expect(JSON.parse(b.json.toString()).metadata.name).toBe('b');
+    expect(b.bytes.subarray(b.start, b.end).equals(b.json)).toBe(true);
+    // A replaced object's bytes stay readable for the event window.
+    s.put(pod('ns', 'a', { spec: { x: 1 } }));
+    expect(JSON.parse(a.json.toString()).metadata.name).toBe('a');
+  });
+
   it('objectOf parses a fresh copy each time: changing it changes neither the store nor later reads', () => {
     const s = new Store({ clock: newRvClock() });
     const stored = s.put(pod('ns', 'web-1', { spec: { nodeName: 'n1' } }));

@@ -1,6 +1,6 @@
 // Memory outside the JS heap that V8 does not count: SharedArrayBuffers. V8 counts an ordinary buffer's bytes as
 // external memory and starts a full mark of the whole heap for about every 64 MiB of it allocated; with a million
-// cached pods the heap is ~1 GB, and buffers made by the gigabyte (the cache's slabs) or by the megabyte per second
+// cached pods the heap is most of a gigabyte, and buffers made by the gigabyte (the cache's slabs) or by the megabyte per second
 // (watch frames) kept it marking. A SharedArrayBuffer is freed only when V8 collects its object, which V8 then has
 // no reason of its own to hurry: so what has been let go and not yet collected is counted here, process-wide, and
 // past a slack the callers make ordinary buffers again, which V8 counts, until it has collected.

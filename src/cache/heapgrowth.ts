@@ -8,7 +8,7 @@
 // ~0.15 of a core from the event loop's. A fixed factor trades memory for it, up to `percent` of the live heap.
 //
 // Only small heaps get it: V8's flag replaces its own factor rather than bounding it, and what it costs grows with
-// the heap (at a million pods, ~0.9 GB, 50% is ~0.45 GB more; there V8's own factor was ~1.2 in scenario 6, which
+// the heap (at a million pods, ~0.6 GB, 50% is ~0.3 GB more; there V8's own factor was ~1.2 in scenario 6, which
 // gave a mark every ~30 s of churn rather than back to back). So after each full collection the factor is set while
 // what the heap holds is under SMALL_HEAP_BYTES, and V8's own is restored above. V8 still marks sooner near
 // --max-old-space-size.

@@ -517,14 +517,15 @@ export class Store {
    * version cannot be found that way are parsed and sealed as before.
    */
   restamp(o: StoredObject, rv: number, alloc: (len: number) => Buffer = Buffer.allocUnsafeSlow): StoredObject {
-    const span = metadataMember(o.json, 'resourceVersion');
-    if (!span || o.json[span[0]] !== 0x22 /* a string */) return this.seal(objectOf(o), rv);
+    const was = o.json; // one view, not one per use
+    const span = metadataMember(was, 'resourceVersion');
+    if (!span || was[span[0]] !== 0x22 /* a string */) return this.seal(objectOf(o), rv);
     const [start, end] = span;
     const v = String(rv);
-    const json = alloc(o.json.length - (end - start - 2) + v.length);
-    o.json.copy(json, 0, 0, start + 1);
+    const json = alloc(was.length - (end - start - 2) + v.length);
+    was.copy(json, 0, 0, start + 1);
     json.write(v, start + 1, 'latin1');
-    o.json.copy(json, start + 1 + v.length, end - 1);
+    was.copy(json, start + 1 + v.length, end - 1);
     return this.sealed(o.key, o.namespace, o.name, rv, json, o.labels, o.fields);
   }
 

@@ -1,8 +1,9 @@
-// Where a store keeps its objects' JSON: slabs of a few MiB, each object's bytes a view into one. A buffer per
+// Where a store keeps its objects' JSON: slabs of a few MiB, each object's bytes a span of one. A buffer per
 // object costs the JS heap ~175 bytes (an ArrayBuffer and its view) and V8 a backing store to track, and at a
-// million objects every full collection marks and sweeps them all; a view into a slab costs the view only.
+// million objects every full collection marks and sweeps them all; a view into a slab costs the view only (~100
+// bytes), and a stored object that holds the slab and where its bytes lie, nothing (store.ts).
 //
-// A slab is freed when nothing holds a view into it any more. The store reports when one of its objects stops
+// A slab is freed when nothing holds it or a view into it any more. The store reports when one of its objects stops
 // being current (replaced or deleted: free), so the arena knows each slab's live bytes; once the slabs hold more
 // dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
 // slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.

@@ -44,7 +44,8 @@ export function skipSpace(b: Uint8Array, i: number): number {
   return i;
 }
 
-function isSpace(c: number): boolean {
+/** Whether c is a JSON whitespace byte. */
+export function isSpace(c: number): boolean {
   return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 }
 

@@ -12,7 +12,7 @@ import { randomBytes } from 'node:crypto';
 import { coreToEventsV1 } from '../api/eventconv.js';
 import { eventFields, podFieldSet, podFields, shareFieldValues } from '../api/fields.js';
 import { intern } from '../api/intern.js';
-import { hugeNumbers, MemberCursor, resetSpaced, skipSpace, spaced, stringAt } from '../api/jsonbytes.js';
+import { hugeNumbers, isSpace, MemberCursor, resetSpaced, skipSpace, spaced, stringAt } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
 import { topLevelValue } from './store.js';
 
@@ -433,10 +433,6 @@ function bytesAre(b: Buffer, i: number, word: string): boolean {
   return true;
 }
 
-function isSpace(c: number): boolean {
-  return c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
-}
-
 /** As listItems: items get the list's kind without "List" and its apiVersion when they have none. */
 function setItemKind(pp: PodPage, kind: string | undefined, apiVersion: string | undefined): void {
   const itemKind = kind?.endsWith('List') ? kind.slice(0, -4) : undefined;
@@ -656,7 +652,8 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
     page.v1Fields.push({});
     return end;
   }
-  const labelsEmpty = labelsStart < 0 || b[firstInside(b, labelsStart)] === CLOSE_OBJECT;
+  // (Whitespace there was seen by the scan already, so skipSpace marks the page no more spaced than it is.)
+  const labelsEmpty = labelsStart < 0 || b[skipSpace(b, labelsStart + 1)] === CLOSE_OBJECT;
   page.labels.push(labelsWithCluster(b, labelsEmpty ? -1 : labelsStart, labelsEnd, pp.t.cluster));
   page.fields.push(podFieldSet(nodeName, restartPolicy, schedulerName, serviceAccountName, hostNetwork, phase, firstPodIP ?? podIP, nominatedNodeName, name, namespace));
   page.v1Fields.push({});
@@ -707,13 +704,6 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
 }
 
 const COMMA_BYTE = Buffer.from(',');
-
-/** The index of the first byte after b[open] (an opening brace) that is not whitespace. */
-function firstInside(b: Buffer, open: number): number {
-  let i = open + 1;
-  while (isSpace(b[i]!)) i++;
-  return i;
-}
 
 /**
  * The start of the text labelsWithCluster parses: the cluster label first, with a value no label can have (label

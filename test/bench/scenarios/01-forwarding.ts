@@ -31,6 +31,16 @@ export interface LoadSpec {
   headers?: Record<string, string>;
   /** The load thread's nice value (Linux: its own thread only), e.g. 19 for load that should only use idle CPU. */
   nice?: number;
+  /**
+   * Each measured request carries X-Bench-Seq (the order it was sent in) and the result has spans: when each was
+   * sent and answered, on the process's monotonic clock (hrtimeMs), for matching with the server's side.
+   */
+  tagged?: boolean;
+}
+
+/** The process's monotonic clock in ms, the same in every thread (spans, and the server's side of them). */
+export function hrtimeMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
 }
 
 export interface LoadResult {
@@ -43,6 +53,8 @@ export interface LoadResult {
   errors: string[];
   /** CPU time of the benchmark process's main thread (where the gateway and the bare hops run) per request, µs. */
   mainThreadUsPerRequest: number;
+  /** With tagged: the request with X-Bench-Seq i was sent at spans[2i] and its body had arrived at spans[2i+1]. */
+  spans?: number[];
 }
 
 // Plain JS for an eval'd worker (CommonJS; undici is installed and has a CJS entry).
@@ -62,14 +74,22 @@ const headers = Object.assign({}, s.headers || {});
 if (s.endpoint.token) headers.authorization = 'Bearer ' + s.endpoint.token;
 const now = () => Number(process.hrtime.bigint()) / 1e6;
 const statuses = {}; const errors = []; let bytes = 0;
+const spans = [];
+let sent = 0;
 async function one(lat) {
+  const seq = lat && s.tagged ? sent++ : -1;
+  const h = seq >= 0 ? Object.assign({}, headers, { 'x-bench-seq': String(seq) }) : headers;
   const t0 = now();
   try {
-    const res = await pool.request({ path: s.path, method: 'GET', headers });
+    const res = await pool.request({ path: s.path, method: 'GET', headers: h });
     for await (const c of res.body) bytes += c.length;
     statuses[res.statusCode] = (statuses[res.statusCode] || 0) + 1;
   } catch (e) { if (errors.length < 5) errors.push(String(e && e.message || e)); statuses.error = (statuses.error || 0) + 1; }
-  if (lat) lat.push(now() - t0);
+  if (lat) {
+    const t1 = now();
+    lat.push(t1 - t0);
+    if (seq >= 0) { spans[2 * seq] = t0; spans[2 * seq + 1] = t1; }
+  }
 }
 (async () => {
   const warm = s.warmup ?? Math.max(20, s.concurrency * 4);
@@ -82,7 +102,7 @@ async function one(lat) {
   await Promise.all(Array.from({ length: s.concurrency }, async () => { while (now() < end) await one(lat); }));
   const elapsedMs = now() - start;
   await pool.close();
-  parentPort.postMessage({ latenciesMs: lat, elapsedMs, rps: lat.length / (elapsedMs / 1000), bytes, statuses, errors });
+  parentPort.postMessage({ latenciesMs: lat, elapsedMs, rps: lat.length / (elapsedMs / 1000), bytes, statuses, errors, spans: s.tagged ? spans : undefined });
 })().catch((e) => parentPort.postMessage({ fatal: String(e && e.stack || e) }));
 `;
 

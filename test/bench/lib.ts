@@ -112,3 +112,8 @@ export async function startHeapSampling(): Promise<(file?: string) => Promise<vo
     if (file) writeFileSync(file, JSON.stringify(profile));
   };
 }
+
+/** The process's monotonic clock in ms, the same in every thread (a tagged load's spans, and the server's side of them). */
+export function hrtimeMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}

@@ -3,14 +3,14 @@
 // within 2x its uncontended p99. Both users are ordinary (group bench, RBAC on the control plane), so flow control
 // (global-default, distinguished by user) and cached-read authorization apply to both.
 
-import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../../support/gateway.js';
 import { call, type ClusterEndpoint } from '../../support/http.js';
 import { mainThreadSched, round, startHeapSampling, summarize, type Scenario, type ScenarioResult } from '../lib.js';
-import { hrtimeMs, loadInWorker, type LoadResult } from './01-forwarding.js';
+import { loadInWorker, type LoadResult } from './01-forwarding.js';
+import { serverStages, splitAround, tailSplit, type Around } from './stages.js';
 import { startSimChild, type SimChild } from './scale.js';
 
 export interface CachedGateway {
@@ -94,69 +94,6 @@ export async function startCachedGateway(o: { members: string[]; podsPerCluster:
   }
 }
 
-/**
- * The gateway's own time for each request to path: from Node's parsed request ('http.server.request.start') to its
- * last byte handed to the socket ('http.server.response.finish'). The gateway runs in this process, so these are its
- * requests; what the client measures beyond this is the machine (sockets, TLS reads, threads waiting for a core).
- * marks: both moments (hrtimeMs) by the request's X-Bench-Seq, to split a tagged load's latencies (splitAround).
- */
-function gatewayTimes(path: string): { stop(): { times: number[]; marks: Map<number, [number, number]> } } {
-  const started = new Map<object, number>();
-  const times: number[] = [];
-  const marks = new Map<number, [number, number]>();
-  const onStart = (m: unknown) => {
-    const { request } = m as { request: { url?: string } };
-    if (request.url === path) started.set(request, hrtimeMs());
-  };
-  const onFinish = (m: unknown) => {
-    const { request } = m as { request: { headers: Record<string, string | string[] | undefined> } };
-    const t0 = started.get(request);
-    if (t0 === undefined) return;
-    const t1 = hrtimeMs();
-    started.delete(request);
-    times.push(t1 - t0);
-    const seq = request.headers['x-bench-seq'];
-    if (typeof seq === 'string') marks.set(Number(seq), [t0, t1]);
-  };
-  subscribe('http.server.request.start', onStart);
-  subscribe('http.server.response.finish', onFinish);
-  return {
-    stop() {
-      unsubscribe('http.server.request.start', onStart);
-      unsubscribe('http.server.response.finish', onFinish);
-      return { times, marks };
-    },
-  };
-}
-
-/** Where a request's time went, in ms: before the gateway had parsed it, inside the gateway, after it handed over the answer. */
-interface Around {
-  before: number;
-  inside: number;
-  after: number;
-}
-
-/** Each tagged request of load split around the gateway's handling of it (requests the gateway did not time are left out). */
-function splitAround(load: LoadResult, marks: Map<number, [number, number]>): Array<Around & { total: number }> {
-  const out: Array<Around & { total: number }> = [];
-  const spans = load.spans ?? [];
-  for (const [seq, [start, finish]] of marks) {
-    const t0 = spans[2 * seq];
-    const t1 = spans[2 * seq + 1];
-    if (t0 === undefined || t1 === undefined) continue;
-    out.push({ total: t1 - t0, before: start - t0, inside: finish - start, after: t1 - finish });
-  }
-  return out;
-}
-
-/** The mean split of the slowest 1% of requests (at or over the p99 of their totals). */
-function tailSplit(xs: Array<Around & { total: number }>): Around {
-  const p99 = summarize(xs.map((x) => x.total)).p99;
-  const tail = xs.filter((x) => x.total >= p99);
-  const mean = (f: (x: Around) => number) => tail.reduce((a, x) => a + f(x), 0) / Math.max(1, tail.length);
-  return { before: mean((x) => x.before), inside: mean((x) => x.inside), after: mean((x) => x.after) };
-}
-
 /** Starts timing this process's main thread; the function returned gives its shares of the wall time since. */
 function schedShares(): () => { busy: number; waiting: number } {
   const t0 = performance.now();
@@ -194,7 +131,7 @@ export const run: Scenario = async ({ quick, log }) => {
     const aloneShares: Array<{ busy: number; waiting: number }> = [];
     const alonePhase = async (): Promise<LoadResult> => {
       log(`07: victim alone`);
-      const timing = gatewayTimes(getPath);
+      const timing = serverStages(getPath);
       // The gateway's thread (this process's main thread) over each phase: on a core, and runnable but waiting for one.
       const sched = schedShares();
       const r = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs, tagged: true });
@@ -221,7 +158,7 @@ export const run: Scenario = async ({ quick, log }) => {
       // FLEETGATE_BENCH_HEAP_SAMPLING=<dir>: the gateway thread's JS heap allocations while the victim is measured
       // (judged phase), collected objects included (a .heapprofile for DevTools).
       const stopSampling = sample && process.env.FLEETGATE_BENCH_HEAP_SAMPLING ? await startHeapSampling() : undefined;
-      const timing = gatewayTimes(getPath);
+      const timing = serverStages(getPath);
       const sched = schedShares();
       const victimLoad = await loadInWorker({ endpoint: victim, path: getPath, concurrency: 1, durationMs, tagged: true });
       const shares = sched();
@@ -305,7 +242,7 @@ export const run: Scenario = async ({ quick, log }) => {
       loop_delay_p50_ms: round(loopDelay.p50 / 1e6 - 1, 2),
       loop_delay_p99_ms: round(loopDelay.p99 / 1e6 - 1, 2),
       loop_delay_max_ms: round(loopDelay.max / 1e6 - 1, 2),
-      // The same GETs timed inside the gateway (gatewayTimes): parsed request to last byte handed to the socket.
+      // The same GETs timed inside the gateway (serverStages): parsed request to last byte handed to the socket.
       victim_gateway_alone_p50_ms: round(gwA.p50, 3),
       victim_gateway_alone_p99_ms: round(gwA.p99, 3),
       victim_gateway_flood_p50_ms: round(gwF.p50, 3),

@@ -39,7 +39,6 @@ export interface LoadSpec {
   tagged?: boolean;
 }
 
-
 export interface LoadResult {
   latenciesMs: number[];
   elapsedMs: number;
@@ -300,11 +299,12 @@ export const run: Scenario = async ({ quick, log }) => {
       const xs = stagedRequests.map(f).filter((x): x is number => x !== undefined && Number.isFinite(x));
       return xs.length ? round(summarize(xs).p50, 3) : NaN;
     };
+    const between = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined ? undefined : b - a);
     Object.assign(figures, {
       c1_gateway_stage_before_ms: med((x) => x.before),
-      c1_gateway_stage_chain_ms: med((x) => (x.marks.upstreamSent === undefined ? undefined : x.marks.upstreamSent - x.marks.parsed)),
-      c1_gateway_stage_upstream_ms: med((x) => (x.marks.upstreamSent === undefined || x.marks.upstreamAnswered === undefined ? undefined : x.marks.upstreamAnswered - x.marks.upstreamSent)),
-      c1_gateway_stage_relay_ms: med((x) => (x.marks.upstreamAnswered === undefined ? undefined : x.marks.finished - x.marks.upstreamAnswered)),
+      c1_gateway_stage_chain_ms: med((x) => between(x.marks.parsed, x.marks.upstreamSent)),
+      c1_gateway_stage_upstream_ms: med((x) => between(x.marks.upstreamSent, x.marks.upstreamAnswered)),
+      c1_gateway_stage_relay_ms: med((x) => between(x.marks.upstreamAnswered, x.marks.finished)),
       c1_gateway_stage_after_ms: med((x) => x.after),
       c1_gateway_staged_requests: stagedRequests.length,
     });

@@ -1,8 +1,8 @@
 // Where a request's time goes, for a gateway that runs in the benchmark's process: the moments Node and undici
-// publish on diagnostics_channel (the request parsed, the upstream request's head written and its answer's head
-// read, the last byte of the answer handed to the socket), matched to a tagged load's own (X-Bench-Seq, see
-// LoadSpec.tagged) on the process's monotonic clock. Channels are per thread, so a load running in a worker thread
-// is not seen here, only the gateway's side.
+// publish on diagnostics_channel (the request parsed, the upstream request's head about to be written and its
+// answer's head read, the last byte of the answer handed to the socket), matched to a tagged load's own
+// (X-Bench-Seq, see LoadSpec.tagged) on the process's monotonic clock. Channels are per thread, so a load running
+// in a worker thread is not seen here, only the gateway's side.
 
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { LoadResult } from './01-forwarding.js';

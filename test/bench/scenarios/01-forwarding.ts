@@ -230,10 +230,11 @@ export const run: Scenario = async ({ quick, log }) => {
           const bad = Object.entries(r.statuses).filter(([k]) => k !== '200');
           if (bad.length) throw new Error(`${side} c=${concurrency}: non-200 answers ${JSON.stringify(r.statuses)} ${r.errors.join('; ')}`);
           lat[side].push(...r.latenciesMs);
-          if (side === 'direct' || side === 'gateway') roundP50[side][i] = summarize(r.latenciesMs).p50;
+          const p50 = summarize(r.latenciesMs).p50;
+          if (side === 'direct' || side === 'gateway') roundP50[side][i] = p50;
           rps[side].push(r.rps);
           busy[side].push(r.mainThreadUsPerRequest);
-          log(`01: c=${concurrency} ${side} round ${i + 1}: ${round(r.rps, 0)} req/s, p50 ${round(summarize(r.latenciesMs).p50, 3)} ms, main thread ${round(r.mainThreadUsPerRequest, 0)} µs/request`);
+          log(`01: c=${concurrency} ${side} round ${i + 1}: ${round(r.rps, 0)} req/s, p50 ${round(p50, 3)} ms, main thread ${round(r.mainThreadUsPerRequest, 0)} µs/request`);
         }
       }
       const d = summarize(lat.direct);

@@ -6,8 +6,9 @@
 // any failed list) and is replaced: at once, or after a growing pause when it died soon after it started (a worker
 // that cannot start must not be restarted in a tight loop).
 
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
 import type { Logger } from 'pino';
+import { spawnModuleWorker } from '../api/workers.js';
 import { fromWire, type EncodedPage, type IntakeTransform, type WirePage } from './intake.js';
 import type { IntakeRequest } from './intakeworker.js';
 
@@ -36,14 +37,6 @@ interface Slot {
   pending: Map<number, { resolve: (p: EncodedPage) => void; reject: (e: Error) => void }>;
 }
 
-/** The worker thread, from the built .js or, under tsx and vitest, from the .ts source (tsx registered in the thread). */
-function spawn(): Worker {
-  const ts = import.meta.url.endsWith('.ts');
-  const url = new URL(ts ? './intakeworker.ts' : './intakeworker.js', import.meta.url);
-  if (!ts) return new Worker(url);
-  return new Worker(`import('tsx/esm/api').then((m) => { m.register(); return import(${JSON.stringify(url.href)}); })`, { eval: true });
-}
-
 /** A worker that dies sooner than this after its start died young: its replacement waits. */
 const YOUNG_MS = 5000;
 const MAX_PAUSE_MS = 30_000;
@@ -60,7 +53,7 @@ export function startIntakePool(o: IntakePoolOptions): IntakePool {
   const young: number[] = [];
 
   const start = (i: number): void => {
-    const worker = spawn();
+    const worker = spawnModuleWorker('intakeworker', import.meta.url);
     const startedAt = Date.now();
     const slot: Slot = { worker, down: false, pending: new Map() };
     slots[i] = slot;

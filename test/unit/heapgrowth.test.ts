@@ -7,10 +7,10 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { SMALL_HEAP_BYTES, startHeapGrowth } from '../../src/cache/heapgrowth.js';
-import { collectGarbage } from '../../src/members/postsync.js';
+import { collectGarbage } from '../../src/api/gc.js';
 
 const module = fileURLToPath(new URL('../../src/cache/heapgrowth.ts', import.meta.url));
-const postsync = fileURLToPath(new URL('../../src/members/postsync.ts', import.meta.url));
+const gcModule = fileURLToPath(new URL('../../src/api/gc.ts', import.meta.url));
 
 /**
  * ~100 MB kept, startHeapGrowth(percent), a full collection, then garbage that outlives the young generation until
@@ -19,7 +19,7 @@ const postsync = fileURLToPath(new URL('../../src/members/postsync.ts', import.m
 function growthAfter(percent: number, nodeFlags: string[] = []): { setting: unknown; ratio: number } {
   const script = `
     const { startHeapGrowth } = await import(${JSON.stringify(module)});
-    const { collectGarbage } = await import(${JSON.stringify(postsync)});
+    const { collectGarbage } = await import(${JSON.stringify(gcModule)});
     const v8 = await import('node:v8');
     globalThis.keep = [];
     for (let i = 0; i < 700_000; i++) globalThis.keep.push({ i, s: 'x' + i, a: [i, i + 1] });

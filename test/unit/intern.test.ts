@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { intern } from '../../src/api/intern.js';
 import { MergedCache } from '../../src/cache/merged.js';
-import { collectGarbage } from '../../src/members/postsync.js';
+import { collectGarbage } from '../../src/api/gc.js';
 
 describe('intern', () => {
   it('hands out one copy per value and stays correct past its bound', () => {

@@ -40,7 +40,7 @@ export const run: Scenario = async ({ quick, log }) => {
       scaleNote(members, podsPerMember),
       total >= 1_000_000 ? 'judged on the time itself' : `judged against 30 s scaled linearly to ${total} pods (${round(goalMs)} ms): an extrapolation, the sync of 1M was not run here`,
       'members and gateway are separate processes on the same 2 cores: the sim serving its lists competes with the gateway ingesting them',
-      `since the fourth round of 2026-11-27, ready includes one full collection of the gateway's heap after the last member's first list (src/members/postsync.ts: before, V8 ran it on its own a few seconds into serving, and at 1M pods changes waited behind it for up to a second, scenario 6): ${round(ms - fleet.listedMs)} ms here (post_sync_collection_ms), the lists ${round(fleet.listedMs)} ms (listed_ms)`,
+      `since the fourth round of 2026-11-27, ready includes one full collection of the gateway's heap after the last member's first list (src/members/caches.ts: before, V8 ran it on its own a few seconds into serving, and at 1M pods changes waited behind it for up to a second, scenario 6): ${round(ms - fleet.listedMs)} ms here (post_sync_collection_ms), the lists ${round(fleet.listedMs)} ms (listed_ms)`,
       `gateway process once synced: RSS ${round(mem.rss / 2 ** 20)} MiB, JS heap ${round(mem.heapUsed / 2 ** 20)} MiB, buffers outside the heap ${round(mem.arrayBuffers / 2 ** 20)} MiB (the cache keeps each object's JSON there; includes the process's own baseline)`,
     ];
     if (!met) {

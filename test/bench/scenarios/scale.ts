@@ -16,7 +16,7 @@ import { fileURLToPath } from 'node:url';
 import type { KubeObject } from '../../../src/api/meta.js';
 import type { ClusterEndpoint } from '../../support/http.js';
 import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
-import { collectGarbage } from '../../../src/members/postsync.js';
+import { collectGarbage } from '../../../src/api/gc.js';
 import { machineCpuTicks, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
 
 export interface ScaleOptions {
@@ -487,7 +487,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const startedMs = performance.now() - t0;
   const caches = gw.running.gateway.members!.caches;
   // Polled often: the figures are start to the moment the last member's first list landed, and to ready (/readyz's
-  // member-caches check: after that, one full collection of the heap, src/members/postsync.ts).
+  // member-caches check: after that, one full collection of the heap, src/members/caches.ts).
   while (caches.statuses().length < arg.members.length || caches.statuses().some((s) => !s.synced)) {
     await new Promise((r) => setTimeout(r, 5));
   }

@@ -1,7 +1,7 @@
-// The full collection the member caches run once after their first listing (src/members/postsync.ts).
+// The full collection of a thread's heap on demand (src/api/gc.ts): the member caches run one after their first listing.
 
 import { describe, expect, it } from 'vitest';
-import { collectGarbage } from '../../src/members/postsync.js';
+import { collectGarbage } from '../../src/api/gc.js';
 
 describe('collectGarbage', () => {
   it('collects what nothing references any more, at once, and says how long it took', () => {

@@ -11,6 +11,8 @@
 // slabs were then ordinary buffers, V8 marked the gateway's whole ~1 GB heap at a million cached pods, and every
 // such mark held the members' changes back for up to a second (scenario 6 at full scale).
 
+import { takeTouched, touchAhead } from './touchahead.js';
+
 /** Of the bytes held in uncounted buffers, the share that may await collection before callers fall back. */
 const SLACK_SHARE = 1 / 8;
 
@@ -41,7 +43,14 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
  * an eighth of what is held (holdUncounted), whichever is more.
  */
 export function uncountedBuffer(size: number, slack: number): Buffer {
-  return awaiting > Math.max(slack, held * SLACK_SHARE) ? Buffer.allocUnsafeSlow(size) : Buffer.from(new SharedArrayBuffer(size));
+  if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(size);
+  // Made resident ahead by another thread when it was asked for (prepareUncounted): no page faults here.
+  return Buffer.from(takeTouched(size) ?? new SharedArrayBuffer(size));
+}
+
+/** An uncounted buffer of size bytes will be wanted soon: have one made resident ahead, if touch-ahead runs. */
+export function prepareUncounted(size: number): void {
+  for (const b of touchAhead(size)) awaitCollection(b, b.byteLength);
 }
 
 // A held buffer whose holder is dropped without releasing it (a store nobody uses any more) stops counting when

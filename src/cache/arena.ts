@@ -8,7 +8,7 @@
 // dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
 // slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.
 
-import { awaitCollection, awaitingCollectionBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, holdUncounted, prepareUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
 
 export interface ArenaOptions {
   /** Bytes per slab (4 MiB: a page of members' pods fills a few). Objects over an eighth of it get their own. */
@@ -76,6 +76,10 @@ export class Arena {
       // The slab before it keeps its objects; it is freed once they are all gone.
       if (this.current && this.current.live === 0) this.drop(this.current);
       this.current = s;
+      // The two after it, made resident by another thread meanwhile (src/api/touchahead.ts).
+      const next = this.nextSlabSize();
+      prepareUncounted(next);
+      prepareUncounted(this.nextSlabSize(this.slabBytes + next));
     }
     const view = s.buf.subarray(s.used, s.used + len);
     s.used += len;
@@ -95,11 +99,14 @@ export class Arena {
    * collected. The slack is this arena's or an eighth of the slabs the process holds, whichever is more (offheap.ts).
    */
   private newSlab(): Buffer {
-    // Whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back).
-    const size = Math.min(this.maxSlabSize, Math.max(1, Math.floor(this.slabBytes / 8 / this.slabSize)) * this.slabSize);
-    const b = uncountedBuffer(size, this.slack);
+    const b = uncountedBuffer(this.nextSlabSize(), this.slack);
     holdUncounted(b);
     return b;
+  }
+
+  /** The size of the next slab (while the arena holds slabBytes): whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back). */
+  private nextSlabSize(slabBytes = this.slabBytes): number {
+    return Math.min(this.maxSlabSize, Math.max(1, Math.floor(slabBytes / 8 / this.slabSize)) * this.slabSize);
   }
 
   /** A copy of bytes in the arena. */

@@ -166,7 +166,7 @@ const bindAddress: Reader<string> = (w, path, v) => {
 
 function readCache(w: Walk, v: unknown, files: boolean): CacheConfig {
   const path = 'cache';
-  const c = mapping(w, path, v, ['mode', 'members', 'karmada', 'qps', 'burst', 'windowSize', 'dropManagedFields', 'intakeWorkers', 'heapGrowingPercent', 'facade']) ?? {};
+  const c = mapping(w, path, v, ['mode', 'members', 'karmada', 'qps', 'burst', 'windowSize', 'dropManagedFields', 'intakeWorkers', 'heapGrowingPercent', 'touchAheadBytes', 'facade']) ?? {};
   const mode = opt(w, c, path, 'mode', oneOf(CACHE_MODES), 'all' as CacheMode);
   const members: StaticMemberConfig[] = [];
   const mPath = child(path, 'members');
@@ -210,6 +210,7 @@ function readCache(w: Walk, v: unknown, files: boolean): CacheConfig {
     dropManagedFields: opt(w, c, path, 'dropManagedFields', bool, true),
     intakeWorkers: opt(w, c, path, 'intakeWorkers', int(0, 64, 'a whole number of threads (0-64)'), DEFAULTS.intakeWorkers),
     heapGrowingPercent: opt(w, c, path, 'heapGrowingPercent', int(0, 400, 'a whole number of percent (0-400; 0: V8 chooses)'), DEFAULTS.heapGrowingPercent),
+    touchAheadBytes: opt(w, c, path, 'touchAheadBytes', int(0, 16 * 1024 ** 3, 'a whole number of bytes (0-17179869184; 0: off)'), DEFAULTS.touchAheadBytes),
     ...(facade ? { facade } : {}),
   };
 }

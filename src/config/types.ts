@@ -133,6 +133,12 @@ export interface CacheConfig {
    * small cache's heap is its minimum, 10%, and a full mark every ~0.5 s under churn.
    */
   heapGrowingPercent: number;
+  /**
+   * Bytes of the cache's next slabs a helper thread writes once before they are needed (src/api/touchahead.ts), so
+   * that the event loop does not take a page fault for every 4 KiB it stores; 0: the event loop takes them. Up to
+   * this much is resident memory held ahead.
+   */
+  touchAheadBytes: number;
   /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */
   facade?: { kubeconfig: string; context: string };
 }
@@ -221,4 +227,6 @@ export const DEFAULTS = {
   intakeWorkers: 0,
   // V8's own choice (10% here) made a 30k-pod gateway under churn mark its heap every ~0.5 s (benchmark scenario 6).
   heapGrowingPercent: 50,
+  // Two of the largest slabs (64 MiB): at a million pods a cold sync fills one in well under a second.
+  touchAheadBytes: 128 * 1024 * 1024,
 } as const;

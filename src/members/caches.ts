@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import type { CachedResource, MergedCache } from '../cache/merged.js';
 import { awaitingCollectionBytes } from '../api/offheap.js';
 import { collectGarbage } from '../api/gc.js';
+import { touchAheadStats } from '../api/touchahead.js';
 import { startIntakePool } from '../cache/intakepool.js';
 import { tokenBucket } from '../cache/ratelimit.js';
 import { startReflector, type Reflector } from '../cache/reflector.js';
@@ -195,6 +196,12 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
         metrics.liveBytes.set({ resource }, a.liveBytes);
       }
       metrics.awaitingCollection.set(awaitingCollectionBytes());
+      const t = touchAheadStats();
+      metrics.touchAheadHeld.set(t.heldBytes);
+      for (const outcome of ['taken', 'missed', 'discarded'] as const) {
+        metrics.touchAhead.inc({ outcome }, t[outcome] - metrics.touchAheadSeen[outcome]);
+        metrics.touchAheadSeen[outcome] = t[outcome];
+      }
       for (const [name, r] of running) {
         const counts = o.cache.objectCounts(name);
         for (const res of RESOURCES) metrics.objects.set({ cluster: name, resource: res.resource }, counts[res.resource]);
@@ -299,6 +306,20 @@ function memberMetrics(registry: Registry) {
     awaitingCollection: new GaugeVec({
       name: 'fleetgate_cache_slabs_awaiting_collection_bytes',
       help: 'Bytes of slabs the cache has let go, and of watch frame chunks, that the JavaScript engine has not collected yet.',
+      registers: [registry],
+    }),
+    // cache.touchAheadBytes (src/api/touchahead.ts). The process's own buffer metrics leave these slabs out: another
+    // thread allocated them.
+    touchAhead: new CounterVec({
+      name: 'fleetgate_cache_touch_ahead_slabs_total',
+      help: 'Slabs made resident ahead by the touch-ahead thread: taken when needed, missed (needed before one was ready: the event loop faulted it in), or discarded unused.',
+      labelNames: ['outcome'],
+      registers: [registry],
+    }),
+    touchAheadSeen: { taken: 0, missed: 0, discarded: 0 },
+    touchAheadHeld: new GaugeVec({
+      name: 'fleetgate_cache_touch_ahead_held_bytes',
+      help: "Bytes of slabs the touch-ahead thread made that the process holds (in use or ready); not in the process's own buffer figures.",
       registers: [registry],
     }),
   };

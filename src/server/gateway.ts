@@ -12,6 +12,7 @@ import { fleetReadAuthorizer, perClusterReadAuthorizer, type CachedReadAuthorize
 import { cachingReviewer } from '../authz/decisioncache.js';
 import { newFlowControl, type FlowControl } from '../flowcontrol/index.js';
 import { startHeapGrowth, type HeapGrowth } from '../cache/heapgrowth.js';
+import { startTouchAhead, type TouchAhead } from '../api/touchahead.js';
 import { MergedCache } from '../cache/merged.js';
 import type { ActiveWatch } from '../cache/watch.js';
 import { ALWAYS_EXPOSED, type Config } from '../config/index.js';
@@ -60,6 +61,7 @@ export interface MemberCluster {
   cache: MergedCache;
   caches: MemberCaches;
   heapGrowth: HeapGrowth;
+  touchAhead: TouchAhead;
 }
 
 export async function newGateway(config: Config, log: Logger): Promise<Gateway> {
@@ -119,6 +121,7 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
         await members.connections.close();
         await members.registry.close();
         members.heapGrowth.stop();
+        await members.touchAhead.stop();
       }
       await cacheService?.close();
       await controlPlane.close();
@@ -190,13 +193,14 @@ function startMembers(config: Config, controlPlane: Upstream, log: Logger, metri
   const c = config.cache;
   const heapGrowth = startHeapGrowth(c.heapGrowingPercent);
   log.info({ heapGrowingPercent: heapGrowth.setting }, 'cache: JS heap growth between full collections');
+  const touchAhead = startTouchAhead({ maxBytes: c.touchAheadBytes, onError: (err) => log.error({ err: err.message }, 'cache: touch-ahead thread failed; slabs are faulted in on the event loop from now on') });
   const sources: MemberRegistry[] = [staticRegistry(staticMembers(c.members))];
   if (c.karmada.enabled) sources.push(karmadaMembers(controlPlane, { log: log.child({ component: 'karmada-members' }) }));
   const registry = sources.length === 1 ? sources[0]! : combineRegistries(sources, log);
   const connections = memberConnections(registry, { log });
   const cache = new MergedCache({ instanceID: randomUUID(), windowSize: c.windowSize, dropManagedFields: c.dropManagedFields });
   const caches = startMemberCaches({ source: registry, connections, cache, qps: c.qps, burst: c.burst, intakeWorkers: c.intakeWorkers, log: log.child({ component: 'member-cache' }), registry: metrics.registry });
-  return { registry, connections, cache, caches, heapGrowth };
+  return { registry, connections, cache, caches, heapGrowth, touchAhead };
 }
 
 /**

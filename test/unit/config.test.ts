@@ -52,7 +52,7 @@ describe('config defaults', () => {
           { group: 'events.k8s.io', resources: ['events'] },
         ],
       },
-      cache: { mode: 'all', members: [], karmada: { enabled: true }, qps: 40, burst: 60, windowSize: 100_000, dropManagedFields: true, intakeWorkers: 0, heapGrowingPercent: 50 },
+      cache: { mode: 'all', members: [], karmada: { enabled: true }, qps: 40, burst: 60, windowSize: 100_000, dropManagedFields: true, intakeWorkers: 0, heapGrowingPercent: 50, touchAheadBytes: 128 * 1024 * 1024 },
       audit: { policyFile: '', failOpen: false },
       flowControl: { enabled: true, configDir: '', maxRequestsInflight: 400, maxMutatingRequestsInflight: 200 },
       authorization: { cachedReads: { mode: 'controlPlane', cacheSize: 10_000, allowedTTLSeconds: 300, deniedTTLSeconds: 30 } },
@@ -153,7 +153,7 @@ extra: true
 
   it('rejects unknown fields in the sections that take none yet', () => {
     expect(errorsOf(`${MINIMAL}metrics: { path: /m }`)).toEqual(['config: metrics.path: unknown field; this section takes no fields yet']);
-    expect(errorsOf(`${MINIMAL}cache: [1]`)).toEqual(['config: cache: a list is not a mapping (fields: mode, members, karmada, qps, burst, windowSize, dropManagedFields, intakeWorkers, heapGrowingPercent, facade)']);
+    expect(errorsOf(`${MINIMAL}cache: [1]`)).toEqual(['config: cache: a list is not a mapping (fields: mode, members, karmada, qps, burst, windowSize, dropManagedFields, intakeWorkers, heapGrowingPercent, touchAheadBytes, facade)']);
   });
 
   it('takes cache.intakeWorkers from 0 (the main thread parses, the default) up', () => {
@@ -162,6 +162,14 @@ extra: true
     expect(errorsOf(`${MINIMAL}cache:\n  intakeWorkers: -1\n`)).toEqual(['config: cache.intakeWorkers: -1 is not a whole number of threads (0-64)']);
     expect(parse(MINIMAL).cache.intakeWorkers).toBe(DEFAULTS.intakeWorkers);
     expect(DEFAULTS.intakeWorkers).toBe(0);
+  });
+
+  it('takes cache.touchAheadBytes from 0 (off) to 16 GiB, 128 MiB by default', () => {
+    expect(parse(MINIMAL).cache.touchAheadBytes).toBe(128 * 1024 * 1024);
+    expect(parse(`${MINIMAL}cache:\n  touchAheadBytes: 0\n`).cache.touchAheadBytes).toBe(0);
+    expect(parse(`${MINIMAL}cache:\n  touchAheadBytes: 268435456\n`).cache.touchAheadBytes).toBe(268435456);
+    expect(errorsOf(`${MINIMAL}cache:\n  touchAheadBytes: -1\n`)).toEqual(['config: cache.touchAheadBytes: -1 is not a whole number of bytes (0-17179869184; 0: off)']);
+    expect(errorsOf(`${MINIMAL}cache:\n  touchAheadBytes: 64MiB\n`)).toEqual(['config: cache.touchAheadBytes: "64MiB" is not a whole number of bytes (0-17179869184; 0: off)']);
   });
 
   it('takes cache.heapGrowingPercent from 0 (V8 chooses) to 400, 50 by default', () => {

@@ -76,6 +76,17 @@ export function mainThreadSched(): { runNs: number; waitNs: number } {
   }
 }
 
+/** First writes to fresh pages (minor faults) taken by the main thread alone so far (Linux; NaN elsewhere). */
+export function mainThreadMinorFaults(): number {
+  try {
+    const stat = readFileSync(`/proc/self/task/${process.pid}/stat`, 'latin1');
+    // After the command's closing parenthesis: state is field 3, minflt field 10.
+    return Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[7]);
+  } catch {
+    return NaN;
+  }
+}
+
 /**
  * The machine's CPU time so far (Linux /proc/stat, all CPUs, in clock ticks): in all, and stolen, i.e. time the
  * host ran something else while this VM's CPUs had work (NaN elsewhere). Over a window, stolen / all is the share

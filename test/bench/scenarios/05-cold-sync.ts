@@ -16,7 +16,7 @@ export const run: Scenario = async ({ quick, log }) => {
     // buffer is let go before anything reads the process's size again).
     const touch = await fleet.gw({ op: 'firstTouch', mib: 256 });
     const usPerPage = (touch.ms * 1000) / touch.pages;
-    const { minorFaults, mainThreadRunMs, mainThreadWaitMs, hostStealShare } = fleet.coldSync;
+    const { minorFaults, mainThreadMinorFaults, mainThreadRunMs, mainThreadWaitMs, hostStealShare, touchAhead } = fleet.coldSync;
     const faultMs = (minorFaults * usPerPage) / 1000;
     // Baseline: one member straight, paged as the reflector pages.
     const direct = async () => {
@@ -76,6 +76,11 @@ export const run: Scenario = async ({ quick, log }) => {
         gateway_main_thread_busy_share: round(mainThreadRunMs / ms, 3),
         gateway_main_thread_waiting_for_cpu_s: round(mainThreadWaitMs / 1000),
         gateway_minor_faults: minorFaults,
+        // Of them, the main thread's: the rest are the touch-ahead thread's (slabs made resident before the copy into
+        // them) and the GC's.
+        gateway_main_thread_minor_faults: mainThreadMinorFaults,
+        touch_ahead_slabs_taken: touchAhead.taken,
+        touch_ahead_slabs_missed: touchAhead.missed,
         first_touch_us_per_page: round(usPerPage, 2),
         first_touch_estimate_s: round(faultMs / 1000),
         // The machine's CPU time the host took for others over the sync (steal, /proc/stat).

@@ -17,7 +17,8 @@ import type { KubeObject } from '../../../src/api/meta.js';
 import type { ClusterEndpoint } from '../../support/http.js';
 import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 import { collectGarbage } from '../../../src/api/gc.js';
-import { machineCpuTicks, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
+import { touchAheadStats, type TouchAheadStats } from '../../../src/api/touchahead.js';
+import { machineCpuTicks, mainThreadMinorFaults, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
 
 export interface ScaleOptions {
   members: number;
@@ -42,7 +43,7 @@ export interface ScaleFleet {
   /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
   coldSyncCpuMs: number;
   /** Over the same span: the gateway's minor page faults, and its main thread's time on a CPU and waiting for one. */
-  coldSync: { minorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number };
+  coldSync: { minorFaults: number; mainThreadMinorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number; touchAhead: TouchAheadStats };
   /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
   indexBuiltMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
@@ -310,7 +311,9 @@ export interface LoopDelay {
 function memory(): Record<string, number> {
   (globalThis as any).gc?.();
   const m = process.memoryUsage();
-  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external, arrayBuffers: m.arrayBuffers };
+  // Slabs the touch-ahead thread made are the process's buffers too; the main thread's count leaves them out.
+  const made = touchAheadStats().heldBytes;
+  return { rss: m.rss, heapUsed: m.heapUsed, external: m.external + made, arrayBuffers: m.arrayBuffers + made };
 }
 
 /**
@@ -474,15 +477,18 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const intake = process.env.FLEETGATE_BENCH_INTAKE_WORKERS ? `  intakeWorkers: ${Number(process.env.FLEETGATE_BENCH_INTAKE_WORKERS)}\n` : '';
   // FLEETGATE_BENCH_HEAP_GROWING_PERCENT=<n>: cache.heapGrowingPercent (0: V8's own heap growth), to compare.
   const growth = process.env.FLEETGATE_BENCH_HEAP_GROWING_PERCENT ? `  heapGrowingPercent: ${Number(process.env.FLEETGATE_BENCH_HEAP_GROWING_PERCENT)}\n` : '';
+  // FLEETGATE_BENCH_TOUCH_AHEAD_BYTES=<n>: cache.touchAheadBytes (0: the event loop faults the slabs in), to compare.
+  const touch = process.env.FLEETGATE_BENCH_TOUCH_AHEAD_BYTES ? `  touchAheadBytes: ${Number(process.env.FLEETGATE_BENCH_TOUCH_AHEAD_BYTES)}\n` : '';
   const t0 = performance.now();
   const cpu0 = process.cpuUsage();
   const faults0 = process.resourceUsage().minorPageFault;
+  const mainFaults0 = mainThreadMinorFaults();
   const sched0 = mainThreadSched();
   const machine0 = machineCpuTicks();
   const gw = await startTestGateway({
     controlPlaneKubeconfig: arg.controlPlaneKubeconfig,
     requestTimeoutSeconds: 120,
-    extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n${intake}${growth}  members:\n${members}\n`,
+    extraYaml: `cache:\n  mode: all\n  karmada:\n    enabled: false\n  windowSize: 100000\n${intake}${growth}${touch}  members:\n${members}\n`,
   });
   const startedMs = performance.now() - t0;
   const caches = gw.running.gateway.members!.caches;
@@ -501,6 +507,10 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const coldSync = {
     // First writes to fresh pages (every thread of the process): the cache's ~5 KB per pod lands in new memory.
     minorFaults: process.resourceUsage().minorPageFault - faults0,
+    mainThreadMinorFaults: mainThreadMinorFaults() - mainFaults0,
+    // Slabs made resident by the touch-ahead thread and handed over (src/api/touchahead.ts), and the times one was
+    // needed before it was ready.
+    touchAhead: touchAheadStats(),
     mainThreadRunMs: (sched.runNs - sched0.runNs) / 1e6,
     mainThreadWaitMs: (sched.waitNs - sched0.waitNs) / 1e6,
     hostStealShare: stealShare(machine0, machineCpuTicks()),

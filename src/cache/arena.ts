@@ -51,6 +51,14 @@ export class Arena {
   private readonly slabSize: number;
   private readonly maxSlabSize: number;
   private readonly slack: number;
+  /**
+   * Whether the next slabs are asked for ahead (src/api/touchahead.ts): while lists fill the store (a cold sync, a
+   * relist), when a new slab is wanted every fraction of a second. Under churn a slab lasts seconds and what the
+   * arena holds moves up and down with it, and so does the next slab's size: slabs made ahead for sizes no longer
+   * wanted cost the 2 cores more than the faults they would save (benchmark scenario 6 at quick scale, 4 pairs:
+   * 16-29 us of the gateway's CPU per event against 15-18 us, 2-9 watchers dropped against 0-3).
+   */
+  touchAhead = false;
 
   /**
    * evacuate(from, done): move every current object whose bytes are in a slab of from into new bytes from alloc,
@@ -76,10 +84,12 @@ export class Arena {
       // The slab before it keeps its objects; it is freed once they are all gone.
       if (this.current && this.current.live === 0) this.drop(this.current);
       this.current = s;
-      // The two after it, made resident by another thread meanwhile (src/api/touchahead.ts).
-      const next = this.nextSlabSize();
-      prepareUncounted(next);
-      prepareUncounted(this.nextSlabSize(this.slabBytes + next));
+      if (this.touchAhead) {
+        // The two after it, made resident by another thread meanwhile (src/api/touchahead.ts).
+        const next = this.nextSlabSize();
+        prepareUncounted(next);
+        prepareUncounted(this.nextSlabSize(this.slabBytes + next));
+      }
     }
     const view = s.buf.subarray(s.used, s.used + len);
     s.used += len;

@@ -196,11 +196,16 @@ export class MergedCache {
   private listStarted(resource: CachedResource): () => void {
     if (resource !== 'pods') return () => {};
     if (this.podLists++ === 0 && this.pods.size === 0) this.pods.deferIndex();
+    // Lists write new slabs quickly: have the next ones made resident meanwhile (arena.ts).
+    this.pods.arena.touchAhead = true;
     let done = false;
     return () => {
       if (done) return;
       done = true;
-      if (--this.podLists === 0) void this.pods.buildIndex();
+      if (--this.podLists === 0) {
+        this.pods.arena.touchAhead = false;
+        void this.pods.buildIndex();
+      }
     };
   }
 

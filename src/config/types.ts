@@ -134,9 +134,9 @@ export interface CacheConfig {
    */
   heapGrowingPercent: number;
   /**
-   * Bytes of the cache's next slabs a helper thread writes once before they are needed (src/api/touchahead.ts), so
-   * that the event loop does not take a page fault for every 4 KiB it stores; 0: the event loop takes them. Up to
-   * this much is resident memory held ahead.
+   * Bytes of the cache's next slabs a helper thread writes once before they are needed, while members' pod lists
+   * are under way (src/api/touchahead.ts), so that the event loop does not take a page fault for every 4 KiB it
+   * stores; 0: the event loop takes them. Up to this much is resident memory held ahead.
    */
   touchAheadBytes: number;
   /** mode facade: the cache service, reached as the gateway (kubeconfig; its identity must be allowed to impersonate). */

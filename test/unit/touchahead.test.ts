@@ -7,6 +7,7 @@ import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { prepareUncounted, uncountedBuffer } from '../../src/api/offheap.js';
 import { Arena } from '../../src/cache/arena.js';
+import { MergedCache } from '../../src/cache/merged.js';
 import { startTouchAhead, takeTouched, touchAhead, touchAheadStats, type TouchAhead } from '../../src/api/touchahead.js';
 
 const MiB = 2 ** 20;
@@ -78,9 +79,15 @@ describe('touch-ahead', () => {
     expect(touchAheadStats().taken).toBe(taken + 1);
   });
 
-  it("is where an arena's slabs come from once it has asked for the next ones", async () => {
+  it("is where an arena's slabs come from while it asks ahead (lists under way), and only then", async () => {
     start(16 * MiB);
+    // Not asking ahead (the default, churn): its slabs are its own.
+    const idle = new Arena((_from, done) => done(), { slabBytes: 768 * 1024, maxSlabBytes: 768 * 1024 });
+    for (let i = 0; i < 30; i++) idle.alloc(100 * 1024);
+    await new Promise((r) => setTimeout(r, 100));
+    expect(touchAheadStats().pendingBytes + touchAheadStats().readyBytes).toBe(0);
     const arena = new Arena((_from, done) => done(), { slabBytes: MiB, maxSlabBytes: MiB });
+    arena.touchAhead = true;
     const taken = touchAheadStats().taken;
     // The first slab is made here, and asks for the two after it.
     arena.alloc(100 * 1024);
@@ -89,6 +96,21 @@ describe('touch-ahead', () => {
     for (let i = 0; i < 10; i++) arena.alloc(100 * 1024);
     expect(arena.stats().slabs).toBe(2);
     expect(touchAheadStats().taken).toBe(taken + 1);
+  });
+
+  it("is asked for by the pods' store while members' pod lists are under way, and not after", () => {
+    const cache = new MergedCache({ instanceID: 'test', windowSize: 100, dropManagedFields: true });
+    expect(cache.pods.arena.touchAhead).toBe(false);
+    const a = cache.sink('a', 'pods').startList();
+    const b = cache.sink('b', 'pods').startList();
+    expect(cache.pods.arena.touchAhead).toBe(true);
+    a.end('1');
+    expect(cache.pods.arena.touchAhead).toBe(true);
+    b.abort();
+    expect(cache.pods.arena.touchAhead).toBe(false);
+    // Events are few: their stores never ask.
+    cache.sink('a', 'events').startList();
+    expect(cache.events.arena.touchAhead).toBe(false);
   });
 
   it('changes nothing for callers once every user has stopped, and not before', async () => {

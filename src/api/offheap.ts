@@ -44,13 +44,14 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
  */
 export function uncountedBuffer(size: number, slack: number): Buffer {
   if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(size);
-  // Made resident ahead by another thread when it was asked for (prepareUncounted): no page faults here.
+  // Made resident ahead by another thread when it was asked for (prepareUncounted): no page faults here. Its size
+  // may be near size rather than size.
   return Buffer.from(takeTouched(size) ?? new SharedArrayBuffer(size));
 }
 
 /** An uncounted buffer of size bytes will be wanted soon: have one made resident ahead, if touch-ahead runs. */
 export function prepareUncounted(size: number): void {
-  for (const b of touchAhead(size)) awaitCollection(b, b.byteLength);
+  touchAhead(size);
 }
 
 // A held buffer whose holder is dropped without releasing it (a store nobody uses any more) stops counting when

@@ -8,11 +8,14 @@
 //
 // Sizes asked for ahead (touchAhead: the arena's next slab) are made by the thread: it allocates a
 // SharedArrayBuffer, writes one byte of each page, hands it over and collects its own heap, so that the memory is
-// the taker's alone. uncountedBuffer (offheap.ts) takes a ready one of the size it needs, or makes one as before.
+// the taker's alone. uncountedBuffer (offheap.ts) takes a ready one of the size it needs, or of a size near it (within
+// a factor of 2: a slab's size is a choice, not a need), or makes one as before.
 //
-// Bounded: per size at most AHEAD buffers ready or being made, and maxBytes in all. Asking for a size past that lets
-// go of ready buffers of other sizes (an arena's slabs grow with it). What is ready and not yet taken is resident
-// memory the process holds for nothing: up to maxBytes.
+// Bounded: per size at most AHEAD buffers ready or being made, and maxBytes in all; past that nothing more is asked
+// for. Nothing made is let go unused: a growing arena asks for a slightly larger size with each slab, and ready
+// buffers let go would wait for V8's next full collection as memory awaiting it (offheap.ts), which past the slack
+// turns new slabs into buffers V8 counts (at 1M pods that made the sync slower than none: 18 let go, ~0.5 GB
+// awaiting). What is ready and not yet taken is resident memory held ahead: up to maxBytes.
 
 import type { Worker } from 'node:worker_threads';
 import { spawnModuleWorker } from './workers.js';
@@ -31,8 +34,6 @@ export interface TouchAheadStats {
   missed: number;
   readyBytes: number;
   pendingBytes: number;
-  /** Ready buffers let go unused (their size was no longer asked for). */
-  discarded: number;
   /**
    * Bytes of the thread's buffers the process still holds (handed out and not yet collected, or ready). The thread
    * allocated them, so process.memoryUsage().arrayBuffers, which counts what the main thread allocated, leaves them out.
@@ -53,7 +54,7 @@ interface Running {
 }
 
 let running: Running | undefined;
-const counts = { taken: 0, missed: 0, discarded: 0 };
+const counts = { taken: 0, missed: 0 };
 /** Bytes handed out whose buffers have not been collected yet. */
 let handedOut = 0;
 const collected = new FinalizationRegistry<number>((bytes) => {
@@ -112,49 +113,37 @@ function run(o: TouchAheadOptions): void {
   worker.on('exit', (code) => fail(`exited with code ${code}`));
 }
 
-/**
- * A buffer of size bytes will be wanted: have some made ready. Returns the ready buffers of other sizes let go to
- * stay within the bound (the caller accounts for memory awaiting collection).
- */
-export function touchAhead(size: number): readonly SharedArrayBuffer[] {
+/** A buffer of size bytes will be wanted: have some made ready, within the bounds. */
+export function touchAhead(size: number): void {
   const r = running;
-  if (!r || size > r.maxBytes) return NOTHING;
+  if (!r) return;
   const have = (r.ready.get(size)?.length ?? 0) + (r.pending.get(size) ?? 0);
-  if (have >= AHEAD) return NOTHING;
-  let dropped: SharedArrayBuffer[] | undefined;
-  for (const [other, list] of r.ready) {
-    if (r.readyBytes + r.pendingBytes + size <= r.maxBytes) break;
-    if (other === size) continue;
-    while (list.length > 0 && r.readyBytes + r.pendingBytes + size > r.maxBytes) {
-      const b = list.shift()!;
-      r.readyBytes -= other;
-      counts.discarded++;
-      (dropped ??= []).push(b);
-    }
-    if (list.length === 0) r.ready.delete(other);
-  }
-  if (r.readyBytes + r.pendingBytes + size > r.maxBytes) return dropped ?? NOTHING;
+  if (have >= AHEAD || r.readyBytes + r.pendingBytes + size > r.maxBytes) return;
   r.pending.set(size, (r.pending.get(size) ?? 0) + 1);
   r.pendingBytes += size;
   r.worker.postMessage(size);
-  return dropped ?? NOTHING;
 }
 
-/** A ready buffer of exactly size bytes, if there is one. */
+/** A ready buffer of size bytes, or else of the ready size nearest it within a factor of 2, if there is one. */
 export function takeTouched(size: number): SharedArrayBuffer | undefined {
   const r = running;
   if (!r) return undefined;
-  const list = r.ready.get(size);
-  const b = list?.shift();
-  if (b) {
-    r.readyBytes -= size;
-    counts.taken++;
-    handedOut += size;
-    collected.register(b, size);
-    return b;
+  let from = r.ready.get(size)?.length ? size : 0;
+  if (from === 0) {
+    for (const [other, list] of r.ready) {
+      if (list.length > 0 && other * 2 >= size && other <= size * 2 && (from === 0 || Math.abs(other - size) < Math.abs(from - size))) from = other;
+    }
   }
-  if (r.pending.get(size)) counts.missed++;
-  return undefined;
+  if (from === 0) {
+    if (r.pending.get(size)) counts.missed++;
+    return undefined;
+  }
+  const b = r.ready.get(from)!.shift()!;
+  r.readyBytes -= from;
+  counts.taken++;
+  handedOut += from;
+  collected.register(b, from);
+  return b;
 }
 
 export function touchAheadStats(): TouchAheadStats {

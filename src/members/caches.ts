@@ -198,7 +198,7 @@ export function startMemberCaches(o: MemberCachesOptions): MemberCaches {
       metrics.awaitingCollection.set(awaitingCollectionBytes());
       const t = touchAheadStats();
       metrics.touchAheadHeld.set(t.heldBytes);
-      for (const outcome of ['taken', 'missed', 'discarded'] as const) {
+      for (const outcome of ['taken', 'missed'] as const) {
         metrics.touchAhead.inc({ outcome }, t[outcome] - metrics.touchAheadSeen[outcome]);
         metrics.touchAheadSeen[outcome] = t[outcome];
       }
@@ -312,11 +312,11 @@ function memberMetrics(registry: Registry) {
     // thread allocated them.
     touchAhead: new CounterVec({
       name: 'fleetgate_cache_touch_ahead_slabs_total',
-      help: 'Slabs made resident ahead by the touch-ahead thread: taken when needed, missed (needed before one was ready: the event loop faulted it in), or discarded unused.',
+      help: 'Slabs made resident ahead by the touch-ahead thread: taken when needed, or missed (needed before one was ready: the event loop faulted it in).',
       labelNames: ['outcome'],
       registers: [registry],
     }),
-    touchAheadSeen: { taken: 0, missed: 0, discarded: 0 },
+    touchAheadSeen: { taken: 0, missed: 0 },
     touchAheadHeld: new GaugeVec({
       name: 'fleetgate_cache_touch_ahead_held_bytes',
       help: "Bytes of slabs the touch-ahead thread made that the process holds (in use or ready); not in the process's own buffer figures.",

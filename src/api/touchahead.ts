@@ -60,7 +60,6 @@ let handedOut = 0;
 const collected = new FinalizationRegistry<number>((bytes) => {
   handedOut -= bytes;
 });
-const NOTHING: readonly SharedArrayBuffer[] = Object.freeze([]);
 
 export interface TouchAhead {
   /** Done with it; the thread stops when every user of the process has stopped. */

@@ -53,10 +53,10 @@ export class Arena {
   private readonly slack: number;
   /**
    * Whether the next slabs are asked for ahead (src/api/touchahead.ts): while lists fill the store (a cold sync, a
-   * relist), when a new slab is wanted every fraction of a second. Under churn a slab lasts seconds and what the
-   * arena holds moves up and down with it, and so does the next slab's size: slabs made ahead for sizes no longer
-   * wanted cost the 2 cores more than the faults they would save (benchmark scenario 6 at quick scale, 4 pairs:
-   * 16-29 us of the gateway's CPU per event against 15-18 us, 2-9 watchers dropped against 0-3).
+   * relist), when a new slab is wanted every fraction of a second. Under churn a slab lasts seconds, and its faults
+   * cost little; asked ahead all the time (in a first form, which let ready slabs of sizes no longer wanted go), the
+   * thread cost the 2 cores more than it saved (benchmark scenario 6 at quick scale, 4 pairs: 16-29 us of the
+   * gateway's CPU per event against 15-18 us, 2-9 watchers dropped against 0-3).
    */
   touchAhead = false;
 
@@ -114,7 +114,10 @@ export class Arena {
     return b;
   }
 
-  /** The size of the next slab (while the arena holds slabBytes): whole multiples of the base size, so sizes repeat (malloc reuses what a slab let go gave back). */
+  /**
+   * The size of the next slab while the arena holds slabBytes: whole multiples of the base size, so sizes repeat
+   * (malloc reuses what a slab let go gave back).
+   */
   private nextSlabSize(slabBytes = this.slabBytes): number {
     return Math.min(this.maxSlabSize, Math.max(1, Math.floor(slabBytes / 8 / this.slabSize)) * this.slabSize);
   }

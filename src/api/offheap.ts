@@ -11,7 +11,7 @@
 // slabs were then ordinary buffers, V8 marked the gateway's whole ~1 GB heap at a million cached pods, and every
 // such mark held the members' changes back for up to a second (scenario 6 at full scale).
 
-import { takeTouched, touchAhead } from './touchahead.js';
+import { takeTouched } from './touchahead.js';
 
 /** Of the bytes held in uncounted buffers, the share that may await collection before callers fall back. */
 const SLACK_SHARE = 1 / 8;
@@ -44,14 +44,9 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
  */
 export function uncountedBuffer(size: number, slack: number): Buffer {
   if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(size);
-  // Made resident ahead by another thread when it was asked for (prepareUncounted): no page faults here. Its size
+  // Made resident ahead by another thread when it was asked for (touchahead.ts touchAhead): no page faults here. Its size
   // may be near size rather than size.
   return Buffer.from(takeTouched(size) ?? new SharedArrayBuffer(size));
-}
-
-/** An uncounted buffer of size bytes will be wanted soon: have one made resident ahead, if touch-ahead runs. */
-export function prepareUncounted(size: number): void {
-  touchAhead(size);
 }
 
 // A held buffer whose holder is dropped without releasing it (a store nobody uses any more) stops counting when

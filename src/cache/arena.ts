@@ -8,7 +8,8 @@
 // dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
 // slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.
 
-import { awaitCollection, awaitingCollectionBytes, holdUncounted, prepareUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
+import { touchAhead } from '../api/touchahead.js';
 
 export interface ArenaOptions {
   /** Bytes per slab (4 MiB: a page of members' pods fills a few). Objects over an eighth of it get their own. */
@@ -58,7 +59,7 @@ export class Arena {
    * thread cost the 2 cores more than it saved (benchmark scenario 6 at quick scale, 4 pairs: 16-29 us of the
    * gateway's CPU per event against 15-18 us, 2-9 watchers dropped against 0-3).
    */
-  touchAhead = false;
+  asksAhead = false;
 
   /**
    * evacuate(from, done): move every current object whose bytes are in a slab of from into new bytes from alloc,
@@ -84,11 +85,11 @@ export class Arena {
       // The slab before it keeps its objects; it is freed once they are all gone.
       if (this.current && this.current.live === 0) this.drop(this.current);
       this.current = s;
-      if (this.touchAhead) {
+      if (this.asksAhead) {
         // The two after it, made resident by another thread meanwhile (src/api/touchahead.ts).
         const next = this.nextSlabSize();
-        prepareUncounted(next);
-        prepareUncounted(this.nextSlabSize(this.slabBytes + next));
+        touchAhead(next);
+        touchAhead(this.nextSlabSize(this.slabBytes + next));
       }
     }
     const view = s.buf.subarray(s.used, s.used + len);

@@ -197,13 +197,13 @@ export class MergedCache {
     if (resource !== 'pods') return () => {};
     if (this.podLists++ === 0 && this.pods.size === 0) this.pods.deferIndex();
     // Lists write new slabs quickly: have the next ones made resident meanwhile (arena.ts).
-    this.pods.arena.touchAhead = true;
+    this.pods.arena.asksAhead = true;
     let done = false;
     return () => {
       if (done) return;
       done = true;
       if (--this.podLists === 0) {
-        this.pods.arena.touchAhead = false;
+        this.pods.arena.asksAhead = false;
         void this.pods.buildIndex();
       }
     };

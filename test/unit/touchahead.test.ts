@@ -5,7 +5,7 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
-import { prepareUncounted, uncountedBuffer } from '../../src/api/offheap.js';
+import { uncountedBuffer } from '../../src/api/offheap.js';
 import { Arena } from '../../src/cache/arena.js';
 import { MergedCache } from '../../src/cache/merged.js';
 import { startTouchAhead, takeTouched, touchAhead, touchAheadStats, type TouchAhead } from '../../src/api/touchahead.js';
@@ -71,10 +71,10 @@ describe('touch-ahead', () => {
     expect(touchAheadStats().pendingBytes).toBe(0);
   });
 
-  it('is what uncountedBuffer hands out once asked for ahead (prepareUncounted)', async () => {
+  it('is what uncountedBuffer hands out once asked for ahead (touchAhead)', async () => {
     start(16 * MiB);
     const size = 3 * MiB;
-    prepareUncounted(size);
+    touchAhead(size);
     await until('a ready buffer', () => (touchAheadStats().readyBytes >= size ? true : undefined));
     const taken = touchAheadStats().taken;
     const b = uncountedBuffer(size, 64 * MiB);
@@ -91,7 +91,7 @@ describe('touch-ahead', () => {
     await new Promise((r) => setTimeout(r, 100));
     expect(touchAheadStats().pendingBytes + touchAheadStats().readyBytes).toBe(0);
     const arena = new Arena((_from, done) => done(), { slabBytes: MiB, maxSlabBytes: MiB });
-    arena.touchAhead = true;
+    arena.asksAhead = true;
     const taken = touchAheadStats().taken;
     // The first slab is made here, and asks for the two after it.
     arena.alloc(100 * 1024);
@@ -104,17 +104,17 @@ describe('touch-ahead', () => {
 
   it("is asked for by the pods' store while members' pod lists are under way, and not after", () => {
     const cache = new MergedCache({ instanceID: 'test', windowSize: 100, dropManagedFields: true });
-    expect(cache.pods.arena.touchAhead).toBe(false);
+    expect(cache.pods.arena.asksAhead).toBe(false);
     const a = cache.sink('a', 'pods').startList();
     const b = cache.sink('b', 'pods').startList();
-    expect(cache.pods.arena.touchAhead).toBe(true);
+    expect(cache.pods.arena.asksAhead).toBe(true);
     a.end('1');
-    expect(cache.pods.arena.touchAhead).toBe(true);
+    expect(cache.pods.arena.asksAhead).toBe(true);
     b.abort();
-    expect(cache.pods.arena.touchAhead).toBe(false);
+    expect(cache.pods.arena.asksAhead).toBe(false);
     // Events are few: their stores never ask.
     cache.sink('a', 'events').startList();
-    expect(cache.events.arena.touchAhead).toBe(false);
+    expect(cache.events.arena.asksAhead).toBe(false);
   });
 
   it('changes nothing for callers once every user has stopped, and not before', async () => {

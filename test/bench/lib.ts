@@ -22,7 +22,12 @@ export interface ScenarioResult {
   figures: Record<string, number | string>;
   /** true/false when the goal could be judged; null when the scenario could not run at the asked scale. */
   met: boolean | null;
-  /** What bounds a missed goal (from a profile), the scale actually run, anything a reader must know. */
+  /**
+   * A missed goal: by how much, and what bounds it, in a few sentences from this run's figures and the latest
+   * profile. The report puts these together under the summary table; the notes hold the evidence.
+   */
+  bound?: string;
+  /** The evidence for the bound (profiles, what was tried), the scale actually run, anything a reader must know. */
   notes: string[];
   series?: Series[];
 }
@@ -88,18 +93,24 @@ export function mainThreadMinorFaults(): number {
 }
 
 /**
- * The machine's CPU time so far (Linux /proc/stat, all CPUs, in clock ticks): in all, and stolen, i.e. time the
- * host ran something else while this VM's CPUs had work (NaN elsewhere). Over a window, stolen / all is the share
- * of the machine's cores the host took away: on this shared VM it swings from run to run.
+ * The machine's CPU time so far (Linux /proc/stat, all CPUs, in clock ticks): in all, stolen, i.e. time the host
+ * ran something else while this VM's CPUs had work, and idle (NaN elsewhere). Over a window, stolen / all is the
+ * share of the machine's cores the host took away (on this shared VM it swings from run to run), and idle / all
+ * says whether the cores were what bounded the window.
  */
-export function machineCpuTicks(): { total: number; steal: number } {
+export function machineCpuTicks(): { total: number; steal: number; idle: number } {
   try {
     const f = readFileSync('/proc/stat', 'latin1').split('\n', 1)[0]!.trim().split(/\s+/).slice(1).map(Number);
     // user nice system idle iowait irq softirq steal (guest time is already in user)
-    return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? NaN };
+    return { total: f.slice(0, 8).reduce((a, b) => a + b, 0), steal: f[7] ?? NaN, idle: (f[3] ?? NaN) + (f[4] ?? NaN) };
   } catch {
-    return { total: NaN, steal: NaN };
+    return { total: NaN, steal: NaN, idle: NaN };
   }
+}
+
+/** The share of the machine's CPU time left idle between two readings of machineCpuTicks. */
+export function idleShare(a: { total: number; idle: number }, b: { total: number; idle: number }): number {
+  return (b.idle - a.idle) / (b.total - a.total);
 }
 
 /** The share of the machine's CPU time the host stole between two readings of machineCpuTicks. */

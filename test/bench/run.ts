@@ -5,9 +5,11 @@
 //   npm run bench -- --quick           reduced scale (the whole run in under 5 minutes)
 //   npm run bench -- --quick 1 7       only scenarios 1 and 7; the others keep their last published result
 //   npm run bench -- --no-publish 4    print the figures only; docs/ and README stay as they are (work in progress)
+//   npm run bench -- --render          write the report and the README table again from results.json, running nothing
 //
 // A scenario that throws is reported as not run (met: null) with its error; the run goes on. A string figure named
-// "verdict" (e.g. "missed: 2.4 ms added vs 0.3 ms") is shown beside met/missed in the tables, not among the figures.
+// "verdict" (e.g. "missed: 2.4 ms added vs 0.3 ms") is shown beside met/missed in the tables, not among the figures;
+// a missed goal's "bound" (by how much, what bounds it) heads its section and the report's list of missed goals.
 
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -87,15 +89,28 @@ function figuresCell(r: ScenarioResult, max = Infinity): string {
 }
 
 /** The summary table: scenario, goal, met, key figures. */
-export function table(results: PublishedResult[], opts: { maxFigures?: number; notes?: boolean } = {}): string {
-  const head = opts.notes ? '| # | Scenario | Goal | Result | Figures | Notes |\n|---|---|---|---|---|---|' : '| # | Scenario | Goal | Result | Figures |\n|---|---|---|---|---|';
+export function table(results: PublishedResult[], opts: { maxFigures?: number; link?: boolean } = {}): string {
+  const head = '| # | Scenario | Goal | Result | Figures |\n|---|---|---|---|---|';
   const rows = results.map((r) => {
     const scale = r.quick ? ' (quick)' : '';
-    const cells = [String(r.id), esc(r.title) + scale, esc(r.goal), metCell(r), figuresCell(r, opts.maxFigures)];
-    if (opts.notes) cells.push(esc(r.notes.join(' · ')));
+    const title = opts.link ? `[${esc(r.title)}](#${anchor(r)})` : esc(r.title);
+    const cells = [String(r.id), title + scale, esc(r.goal), metCell(r), figuresCell(r, opts.maxFigures)];
     return `| ${cells.join(' | ')} |`;
   });
   return [head, ...rows].join('\n');
+}
+
+/** The id GitHub gives a scenario's heading ("## 5. Cold sync" -> "5-cold-sync"). */
+function anchor(r: PublishedResult): string {
+  return `${r.id}. ${r.title}`.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
+}
+
+const MISSED_HEADING = 'Missed goals: by how much, and what bounds them';
+const MISSED_ANCHOR = MISSED_HEADING.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
+
+/** What bounds a missed goal: the scenario's own statement; results published before it had one point to the notes. */
+function boundOf(r: PublishedResult): string {
+  return r.bound ?? 'not stated by this run (published before scenarios stated it apart); see its notes';
 }
 
 function xml(s: string): string {
@@ -142,14 +157,21 @@ function report(file: ResultsFile, charts: Map<number, string[]>): string {
       `${m.memoryGiB} GiB, Node ${m.node}, ${m.platform}. The machine is shared and noisy: every figure is measured ` +
       'against its baseline in the same run, and the ratios are what count.',
     '',
-    table(file.results, { notes: true }),
+    table(file.results, { maxFigures: 8, link: true }),
     '',
   ];
+  const missed = file.results.filter((r) => r.met === false);
+  if (missed.length) {
+    parts.push(`## ${MISSED_HEADING}`, '');
+    for (const r of missed) parts.push(`- **[${r.id}. ${esc(r.title)}](#${anchor(r)})**, ${metCell(r).replace(/^❌ /, '')}. ${boundOf(r)}`);
+    parts.push('');
+  }
   for (const r of file.results) {
     parts.push(`## ${r.id}. ${r.title}`, '', `Goal: ${r.goal}. Result: ${metCell(r)}. Measured ${r.ranAt}${r.quick ? ' at quick scale' : ''} in ${r.durationS} s.`, '');
-    parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).filter(([k]) => k !== 'verdict').map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
-    if (r.notes.length) parts.push(...r.notes.map((n) => `- ${n}`), '');
+    if (r.met === false) parts.push(`What bounds it: ${boundOf(r)}`, '');
     for (const c of charts.get(r.id) ?? []) parts.push(`![${r.title}](${c})`, '');
+    parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).filter(([k]) => k !== 'verdict').map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
+    if (r.notes.length) parts.push('Notes (the evidence, and the rounds before):', '', ...r.notes.map((n) => `- ${n}`), '');
   }
   return parts.join('\n');
 }
@@ -160,7 +182,8 @@ function readme(file: ResultsFile): void {
   const m = file.machine;
   const block = [
     START,
-    `Latest benchmark run (${file.generatedAt}; ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; full report: [docs/bench/report.md](docs/bench/report.md)):`,
+    `Latest benchmark run (${file.generatedAt}; ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; full report: [docs/bench/report.md](docs/bench/report.md); ` +
+      `where a goal is missed, by how much and what bounds it: [its summary](docs/bench/report.md#${MISSED_ANCHOR})):`,
     '',
     table(file.results, { maxFigures: 6 }),
     END,
@@ -178,8 +201,14 @@ async function main(): Promise<void> {
   const args = process.argv.slice(2);
   const quick = args.includes('--quick');
   const dry = args.includes('--no-publish');
-  const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));
   const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
+  if (args.includes('--render')) {
+    // The published results written out again (after a change to the report's form); nothing runs.
+    publish(new Map(), machine(), false);
+    log('rewrote docs/bench/report.md, its charts and the README table from docs/bench/results.json');
+    return;
+  }
+  const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));
   const mach = machine();
   const byId = new Map(readPublished().map((r) => [r.id, r]));
   const mine = new Map<number, PublishedResult>();
@@ -208,6 +237,7 @@ async function main(): Promise<void> {
   }
   if (dry) {
     process.stdout.write(table([...mine.values()]) + '\n');
+    for (const r of mine.values()) if (r.met === false) process.stdout.write(`\n${r.id}. what bounds it: ${boundOf(r)}\n`);
     return;
   }
   publish(mine, mach);
@@ -221,12 +251,14 @@ function readPublished(): PublishedResult[] {
 }
 
 /** Overlays this run's results on what is published now (another run may have published since this one started). */
-function publish(mine: Map<number, PublishedResult>, mach: Machine): void {
+function publish(mine: Map<number, PublishedResult>, mach: Machine, newRun = true): void {
   const resultsPath = join(DOCS, 'results.json');
   const byId = new Map(readPublished().map((r) => [r.id, r]));
   for (const [id, r] of mine) byId.set(id, r);
   const results = [...byId.values()].sort((a, b) => a.id - b.id);
-  const file: ResultsFile = { generatedAt: new Date().toISOString(), machine: mach, results };
+  // Rendered again without a run, the file keeps when and where it was generated.
+  const before = !newRun && existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as ResultsFile) : undefined;
+  const file: ResultsFile = { generatedAt: before?.generatedAt ?? new Date().toISOString(), machine: before?.machine ?? mach, results };
   mkdirSync(DOCS, { recursive: true });
   writeFileSync(resultsPath, JSON.stringify(file, null, 2) + '\n');
   const charts = new Map<number, string[]>();

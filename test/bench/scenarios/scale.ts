@@ -18,7 +18,7 @@ import type { ClusterEndpoint } from '../../support/http.js';
 import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 import { collectGarbage } from '../../../src/api/gc.js';
 import { touchAheadStats, type TouchAheadStats } from '../../../src/api/touchahead.js';
-import { machineCpuTicks, mainThreadMinorFaults, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
+import { idleShare, machineCpuTicks, mainThreadMinorFaults, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
 
 export interface ScaleOptions {
   members: number;
@@ -43,7 +43,7 @@ export interface ScaleFleet {
   /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
   coldSyncCpuMs: number;
   /** Over the same span: the gateway's minor page faults, and its main thread's time on a CPU and waiting for one. */
-  coldSync: { minorFaults: number; mainThreadMinorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number; touchAhead: TouchAheadStats };
+  coldSync: { minorFaults: number; mainThreadMinorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number; machineIdleShare: number; touchAhead: TouchAheadStats };
   /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
   indexBuiltMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
@@ -504,6 +504,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const cpu = process.cpuUsage(cpu0);
   const coldSyncCpuMs = (cpu.user + cpu.system) / 1000;
   const sched = mainThreadSched();
+  const machine1 = machineCpuTicks();
   const coldSync = {
     // First writes to fresh pages (every thread of the process): the cache's ~5 KB per pod lands in new memory.
     minorFaults: process.resourceUsage().minorPageFault - faults0,
@@ -513,7 +514,8 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     touchAhead: touchAheadStats(),
     mainThreadRunMs: (sched.runNs - sched0.runNs) / 1e6,
     mainThreadWaitMs: (sched.waitNs - sched0.waitNs) / 1e6,
-    hostStealShare: stealShare(machine0, machineCpuTicks()),
+    hostStealShare: stealShare(machine0, machine1),
+    machineIdleShare: idleShare(machine0, machine1),
   };
   // The pods' selector index is built in one pass once the first lists are done (Store.buildIndex), after ready.
   const index = gw.running.gateway.members!.cache.pods.index!;

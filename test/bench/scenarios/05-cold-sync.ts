@@ -51,7 +51,7 @@ export const run: Scenario = async ({ quick, log }) => {
         `while the machine's 2 cores, shared with the members' process serving ~5 GB of lists and the gateway's GC and touch-ahead threads, were idle ${round(machineIdleShare * 100, 0)}% of it. ` +
         `Per pod that thread reads its page as bytes (~12 µs a pod, every byte checked as JSON because the bytes are served as they are), copies the pod into the cache's slab, stores and indexes it, and collects; ` +
         `its first writes to fresh pages cost this VM ${round(usPerPage, 1)} µs each once ~5 GiB of the machine's memory is in use (bare metal: well under 1 µs), and ${mainThreadMinorFaults} of the process's ${minorFaults} were the main thread's (the touch-ahead thread makes the cache's next slabs resident during the lists: ${touchAhead.taken} were ready in time, ${touchAhead.missed} not, when it lacked a core). ` +
-        'That price is the host backing the page, not the fault: populating 1 GiB with MADV_POPULATE_WRITE, MAP_POPULATE or a read from /dev/zero cost the same per page as touching it (C, 7 GiB in use: 11.3-15.7 against 12.1 µs), so no way of asking for the memory avoids it. ' +
+        'That price is the host backing the page, not the fault: populating 1 GiB with MADV_POPULATE_WRITE, MAP_POPULATE or a read from /dev/zero cost the same per page as touching it (test/bench/tools/firsttouch.c, with 7 GiB in use, three rounds: 11.3-15.7 µs a page against 12.1-12.5 µs touched), so no way of asking for the memory avoids it. ' +
         "Under 30 s here needs the main thread's work per pod about halved, or moved to a core that has time to spare, which this 2-core machine does not";
     if (!met) {
       notes.push(

@@ -40,13 +40,14 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
 
 /**
  * size bytes in a SharedArrayBuffer, or an ordinary buffer once more than the slack awaits collection: slack, or
- * an eighth of what is held (holdUncounted), whichever is more.
+ * an eighth of what is held (holdUncounted), whichever is more. A caller that can use less (smallest < size) may
+ * get a buffer of fewer bytes, down to smallest, when one is ready made resident (touchahead.ts).
  */
-export function uncountedBuffer(size: number, slack: number): Buffer {
+export function uncountedBuffer(size: number, slack: number, smallest = size): Buffer {
   if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(size);
   // Made resident ahead by another thread when it was asked for (touchahead.ts touchAhead): no page faults here. Its size
   // may be near size rather than size.
-  return Buffer.from(takeTouched(size) ?? new SharedArrayBuffer(size));
+  return Buffer.from(takeTouched(size, smallest) ?? new SharedArrayBuffer(size));
 }
 
 // A held buffer whose holder is dropped without releasing it (a store nobody uses any more) stops counting when

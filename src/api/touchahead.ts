@@ -9,7 +9,8 @@
 // Sizes asked for ahead (touchAhead: the arena's next slab) are made by the thread: it allocates a
 // SharedArrayBuffer, writes one byte of each page, hands it over and collects its own heap, so that the memory is
 // the taker's alone. uncountedBuffer (offheap.ts) takes a ready one of the size it needs, or of a size near it (within
-// a factor of 2: a slab's size is a choice, not a need), or makes one as before.
+// a factor of 2: a slab's size is a choice, not a need), or a smaller one where the caller can use it (takeTouched),
+// or makes one as before.
 //
 // Bounded: per size at most AHEAD buffers ready or being made, and maxBytes in all; past that nothing more is asked
 // for. Nothing made is let go unused: a growing arena asks for a slightly larger size with each slab, and ready
@@ -123,8 +124,15 @@ export function touchAhead(size: number): void {
   r.worker.postMessage(size);
 }
 
-/** A ready buffer of size bytes, or else of the ready size nearest it within a factor of 2, if there is one. */
-export function takeTouched(size: number): SharedArrayBuffer | undefined {
+/**
+ * A ready buffer of size bytes; else of the ready size nearest it within a factor of 2; else, if smallest < size,
+ * the largest ready one of at least smallest bytes (a caller that can use a smaller buffer, as a slab can, would
+ * rather take one already resident than fault a new one in). That last also spends buffers of sizes no longer asked
+ * for: a growing arena's early sizes, which would otherwise hold the bytes ahead (maxBytes) for good. At a million
+ * pods, 56 of the 128 MiB stayed in 8, 12 and 16 MiB buffers while the arena asked for 64 MiB, so only one of those
+ * could be on its way at a time, and a slab in three missed it.
+ */
+export function takeTouched(size: number, smallest = size): SharedArrayBuffer | undefined {
   const r = running;
   if (!r) return undefined;
   let from = r.ready.get(size)?.length ? size : 0;
@@ -132,6 +140,9 @@ export function takeTouched(size: number): SharedArrayBuffer | undefined {
     for (const [other, list] of r.ready) {
       if (list.length > 0 && other * 2 >= size && other <= size * 2 && (from === 0 || Math.abs(other - size) < Math.abs(from - size))) from = other;
     }
+  }
+  if (from === 0) {
+    for (const [other, list] of r.ready) if (list.length > 0 && other >= smallest && other < size && other > from) from = other;
   }
   if (from === 0) {
     if (r.pending.get(size)) counts.missed++;

@@ -110,7 +110,8 @@ export class Arena {
    * collected. The slack is this arena's or an eighth of the slabs the process holds, whichever is more (offheap.ts).
    */
   private newSlab(): Buffer {
-    const b = uncountedBuffer(this.nextSlabSize(), this.slack);
+    // Any size from the base up serves as a slab: a smaller one made resident ahead beats faulting one in.
+    const b = uncountedBuffer(this.nextSlabSize(), this.slack, this.slabSize);
     holdUncounted(b);
     return b;
   }

@@ -51,6 +51,23 @@ describe('touch-ahead', () => {
     expect(takeTouched(3 * MiB)?.byteLength).toBe(2 * MiB);
   });
 
+  it('hands a caller that can use less the largest smaller ready buffer, spending sizes no longer asked for', async () => {
+    start(16 * MiB);
+    touchAhead(MiB);
+    touchAhead(2 * MiB);
+    await until('both ready', () => (touchAheadStats().readyBytes === 3 * MiB ? true : undefined));
+    // Asked for 8 MiB: neither is within a factor of 2, and a caller that needs 8 MiB gets none.
+    expect(takeTouched(8 * MiB)).toBeUndefined();
+    // Nor one that can use 4 MiB and more.
+    expect(takeTouched(8 * MiB, 4 * MiB)).toBeUndefined();
+    // One that can use 1 MiB and more (a slab) gets the larger, then the other.
+    expect(takeTouched(8 * MiB, MiB)?.byteLength).toBe(2 * MiB);
+    expect(uncountedBuffer(8 * MiB, 64 * MiB, MiB).length).toBe(MiB);
+    expect(touchAheadStats().readyBytes).toBe(0);
+    // Nothing ready: the size asked for, faulted in by the caller.
+    expect(uncountedBuffer(8 * MiB, 64 * MiB, MiB).length).toBe(8 * MiB);
+  });
+
   it('keeps at most two of a size ready or on the way and stays within its bytes, letting nothing go', async () => {
     start(5 * MiB);
     touchAhead(MiB);

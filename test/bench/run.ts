@@ -108,6 +108,11 @@ function anchor(r: PublishedResult): string {
 const MISSED_HEADING = 'Missed goals: by how much, and what bounds them';
 const MISSED_ANCHOR = MISSED_HEADING.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
 
+/** s as a sentence: its first letter a capital (a bound is written to follow a colon as well). */
+function sentence(s: string): string {
+  return s.charAt(0).toUpperCase() + s.slice(1);
+}
+
 /** What bounds a missed goal: the scenario's own statement; results published before it had one point to the notes. */
 function boundOf(r: PublishedResult): string {
   return r.bound ?? 'not stated by this run (published before scenarios stated it apart); see its notes';
@@ -163,12 +168,12 @@ function report(file: ResultsFile, charts: Map<number, string[]>): string {
   const missed = file.results.filter((r) => r.met === false);
   if (missed.length) {
     parts.push(`## ${MISSED_HEADING}`, '');
-    for (const r of missed) parts.push(`- **[${r.id}. ${esc(r.title)}](#${anchor(r)})**, ${metCell(r).replace(/^❌ /, '')}. ${boundOf(r)}`);
+    for (const r of missed) parts.push(`- **[${r.id}. ${esc(r.title)}](#${anchor(r)})**: ${r.bound ? sentence(r.bound) : `${metCell(r).replace(/^❌ /, '')}; ${boundOf(r)}`}.`);
     parts.push('');
   }
   for (const r of file.results) {
     parts.push(`## ${r.id}. ${r.title}`, '', `Goal: ${r.goal}. Result: ${metCell(r)}. Measured ${r.ranAt}${r.quick ? ' at quick scale' : ''} in ${r.durationS} s.`, '');
-    if (r.met === false) parts.push(`What bounds it: ${boundOf(r)}`, '');
+    if (r.met === false) parts.push(`**By how much, and what bounds it.** ${sentence(boundOf(r))}.`, '');
     for (const c of charts.get(r.id) ?? []) parts.push(`![${r.title}](${c})`, '');
     parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).filter(([k]) => k !== 'verdict').map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
     if (r.notes.length) parts.push('Notes (the evidence, and the rounds before):', '', ...r.notes.map((n) => `- ${n}`), '');

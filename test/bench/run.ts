@@ -100,17 +100,21 @@ export function table(results: PublishedResult[], opts: { maxFigures?: number; l
   return [head, ...rows].join('\n');
 }
 
-/** The id GitHub gives a scenario's heading ("## 5. Cold sync" -> "5-cold-sync"). */
+/** The id GitHub gives a heading: lower case, punctuation dropped, spaces as hyphens ("5. Cold sync" -> "5-cold-sync"). */
+function headingID(heading: string): string {
+  return heading.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
+}
+
 function anchor(r: PublishedResult): string {
-  return `${r.id}. ${r.title}`.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
+  return headingID(`${r.id}. ${r.title}`);
 }
 
 const MISSED_HEADING = 'Missed goals: by how much, and what bounds them';
-const MISSED_ANCHOR = MISSED_HEADING.toLowerCase().replace(/[^\p{L}\p{N}\s-]/gu, '').replace(/\s/g, '-');
 
-/** s as a sentence: its first letter a capital (a bound is written to follow a colon as well). */
+/** s as a sentence: a capital first (a bound is written to follow a colon as well) and a full stop last. */
 function sentence(s: string): string {
-  return s.charAt(0).toUpperCase() + s.slice(1);
+  const t = s.trim();
+  return t.charAt(0).toUpperCase() + t.slice(1) + (/[.!?]$/.test(t) ? '' : '.');
 }
 
 /** What bounds a missed goal: the scenario's own statement; results published before it had one point to the notes. */
@@ -168,12 +172,12 @@ function report(file: ResultsFile, charts: Map<number, string[]>): string {
   const missed = file.results.filter((r) => r.met === false);
   if (missed.length) {
     parts.push(`## ${MISSED_HEADING}`, '');
-    for (const r of missed) parts.push(`- **[${r.id}. ${esc(r.title)}](#${anchor(r)})**: ${r.bound ? sentence(r.bound) : `${metCell(r).replace(/^❌ /, '')}; ${boundOf(r)}`}.`);
+    for (const r of missed) parts.push(`- **[${r.id}. ${esc(r.title)}](#${anchor(r)})**: ${sentence(r.bound ?? `${metCell(r).replace(/^❌ /, '')}; ${boundOf(r)}`)}`);
     parts.push('');
   }
   for (const r of file.results) {
     parts.push(`## ${r.id}. ${r.title}`, '', `Goal: ${r.goal}. Result: ${metCell(r)}. Measured ${r.ranAt}${r.quick ? ' at quick scale' : ''} in ${r.durationS} s.`, '');
-    if (r.met === false) parts.push(`**By how much, and what bounds it.** ${sentence(boundOf(r))}.`, '');
+    if (r.met === false) parts.push(`**By how much, and what bounds it.** ${sentence(boundOf(r))}`, '');
     for (const c of charts.get(r.id) ?? []) parts.push(`![${r.title}](${c})`, '');
     parts.push('| Figure | Value |', '|---|---|', ...Object.entries(r.figures).filter(([k]) => k !== 'verdict').map(([k, v]) => `| ${esc(k)} | ${esc(fmt(v))} |`), '');
     if (r.notes.length) parts.push('Notes (the evidence, and the rounds before):', '', ...r.notes.map((n) => `- ${n}`), '');
@@ -188,7 +192,7 @@ function readme(file: ResultsFile): void {
   const block = [
     START,
     `Latest benchmark run (${file.generatedAt}; ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; full report: [docs/bench/report.md](docs/bench/report.md); ` +
-      `where a goal is missed, by how much and what bounds it: [its summary](docs/bench/report.md#${MISSED_ANCHOR})):`,
+      `where a goal is missed, by how much and what bounds it: [its summary](docs/bench/report.md#${headingID(MISSED_HEADING)})):`,
     '',
     table(file.results, { maxFigures: 6 }),
     END,

@@ -5,6 +5,7 @@
 // members in their own; the gateway's CPU time over the churn is divided by the events it delivered.
 
 import { get as httpsGet } from 'node:https';
+import { availableParallelism } from 'node:os';
 import { connect as http2Connect, type ClientHttp2Session } from 'node:http2';
 import { machineCpuTicks, round, stealShare, summarize, type Scenario } from '../lib.js';
 import { agentFor, loopDelay, scaleFor, scaleNote, startScale, timedGet, type LoopDelay, type ScaleFleet } from './scale.js';
@@ -399,7 +400,7 @@ export const run: Scenario = async ({ quick, log }) => {
               `over ${name} its event loop was held up to ${round(f(name, 'gateway_loop_delay_max_ms'), 0)} ms at once (p99 ${round(f(name, 'gateway_loop_delay_p99_ms'), 0)} ms), its intake of the members' changes lagged ${round(f(name, 'intake_lag_p99_ms'), 0)} ms at p99, ` +
               `and it was on a core ${round(f(name, 'gateway_thread_busy_share') * 100, 0)}% of the churn and runnable but waiting for one ${round(f(name, 'gateway_thread_runqueue_share') * 100, 0)}%, ` +
               `delivering ${Math.round(f(name, 'delivered_per_s')).toLocaleString('en-US')} events/s at ${round(f(name, 'gateway_cpu_us_per_event'), 1)} µs of the gateway's CPU each ` +
-              `(the gateway's process ${round(f(name, 'gateway_cpu_share'), 2)} of a core, the watchers' ${round(f(name, 'client_cpu_share'), 2)}, the members' ${round(f(name, 'sim_cpu_share'), 2)}: ${cores(name)} of the 2)`,
+              `(the gateway's process ${round(f(name, 'gateway_cpu_share'), 2)} of a core, the watchers' ${round(f(name, 'client_cpu_share'), 2)}, the members' ${round(f(name, 'sim_cpu_share'), 2)}: ${cores(name)} of the ${availableParallelism()})`,
           )
           .join('; ') +
         '. Over HTTP/1.1 each event to each watch is a TLS record and a socket write of its own; over HTTP/2 the events of one pass share a connection. ' +

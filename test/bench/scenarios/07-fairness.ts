@@ -3,6 +3,7 @@
 // within 2x its uncontended p99. Both users are ordinary (group bench, RBAC on the control plane), so flow control
 // (global-default, distinguished by user) and cached-read authorization apply to both.
 
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { startSimFleet, type SimFleet } from '../../sim/fleet.js';
@@ -303,8 +304,8 @@ export const run: Scenario = async ({ quick, log }) => {
         : `the victim's GET p99 was ${round(c.p99, 2)} ms during the flood against ${round(base.p99, 2)} ms alone, ${round(ratio, 2)}× (goal 2×; ${round(ratio / 2, 1)} times the allowed growth). ` +
           `Inside the gateway, from the parsed request to its last byte handed to the socket, the p99 grew ${figures.victim_gateway_p99_ratio}× (${figures.victim_gateway_alone_p99_ms} to ${figures.victim_gateway_flood_p99_ms} ms)${Number(figures.victim_gateway_p99_ratio) <= 2 ? ": flow control keeps the flood's LISTs from taking the victim's turn, and the gateway's own handling of the GET stays within the goal" : ', itself over the goal'}. ` +
           `The rest is around the gateway: the slowest 1% of the GETs spent ${figures.victim_flood_tail_before_ms} ms before the gateway had parsed them and ${figures.victim_flood_tail_after_ms} ms after its last byte until the client had the body (alone ${figures.victim_alone_tail_before_ms} and ${figures.victim_alone_tail_after_ms} ms), ` +
-          `waiting for one of the 2 cores that the gateway's thread (on a core ${round(schedFlood.busy * 100, 0)}% of the flood), the flood's reader taking in ~${round(Number(figures.flood_MB_per_s), -1)} MB/s over TLS, the victim's client and V8's helpers share. ` +
-          `With the flood's reader at nice 0 instead of 19 the ratio was ${figures.p99_ratio_reader_nice0}×: how the 2 cores are shared moves it most`;
+          `waiting for one of the ${availableParallelism()} cores that the gateway's thread (on a core ${round(schedFlood.busy * 100, 0)}% of the flood), the flood's reader taking in ~${round(Number(figures.flood_MB_per_s), -1)} MB/s over TLS, the victim's client and V8's helpers share. ` +
+          `With the flood's reader at nice 0 instead of 19 the ratio was ${figures.p99_ratio_reader_nice0}×: how the ${availableParallelism()} cores are shared moves it most`;
     return {
       id: 7,
       title: 'Fairness under a LIST flood',

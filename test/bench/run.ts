@@ -254,19 +254,24 @@ async function main(): Promise<void> {
   process.stdout.write(table(readPublished()) + '\n');
 }
 
-function readPublished(): PublishedResult[] {
+function readResultsFile(): ResultsFile | undefined {
   const p = join(DOCS, 'results.json');
-  return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as ResultsFile).results : [];
+  return existsSync(p) ? (JSON.parse(readFileSync(p, 'utf8')) as ResultsFile) : undefined;
+}
+
+function readPublished(): PublishedResult[] {
+  return readResultsFile()?.results ?? [];
 }
 
 /** Overlays this run's results on what is published now (another run may have published since this one started). */
 function publish(mine: Map<number, PublishedResult>, mach: Machine, newRun = true): void {
   const resultsPath = join(DOCS, 'results.json');
-  const byId = new Map(readPublished().map((r) => [r.id, r]));
+  const published = readResultsFile();
+  const byId = new Map((published?.results ?? []).map((r) => [r.id, r]));
   for (const [id, r] of mine) byId.set(id, r);
   const results = [...byId.values()].sort((a, b) => a.id - b.id);
   // Rendered again without a run, the file keeps when and where it was generated.
-  const before = !newRun && existsSync(resultsPath) ? (JSON.parse(readFileSync(resultsPath, 'utf8')) as ResultsFile) : undefined;
+  const before = newRun ? undefined : published;
   const file: ResultsFile = { generatedAt: before?.generatedAt ?? new Date().toISOString(), machine: before?.machine ?? mach, results };
   mkdirSync(DOCS, { recursive: true });
   writeFileSync(resultsPath, JSON.stringify(file, null, 2) + '\n');

@@ -386,8 +386,7 @@ export const run: Scenario = async ({ quick, log }) => {
         'three rounds before this one: the cache\'s slabs are SharedArrayBuffers, which V8 does not count as memory outside its heap (src/cache/arena.ts), so new slabs during the churn no longer start marks or marking steps (h2 gateway CPU per event 22.6-25.8 us in its runs without the profiler, 29.2 us before; the lag still varies from run to run as below). Four rounds before: events of one iteration are written corked (one writev per watcher, no buffer joined per watcher: 2.4 s of 17.5 s busy in the profile before), pods\' watch events are read as bytes like list pages (no JSON.parse and JSON.stringify per change), event frames are cut from 1 MiB chunks and slabs grow with the cache (fewer buffers outside V8\'s heap, each of which makes the main thread do a marking step while V8 marks), and HTTP/2 connections take at most 1,000 streams (kube-apiserver\'s setting). Next levers: the TLS writes of watch streams off the main thread (worker threads owning watch connections), and fewer bytes per event for watchers that allow it (protobuf, or PartialObjectMetadata)',
       );
     }
-    const f = (name: Protocol, k: string) => Number(phases.find(([n]) => n === name)?.[1].figures[k]);
-    const cores = (name: Protocol) => round(f(name, 'gateway_cpu_share') + f(name, 'client_cpu_share') + f(name, 'sim_cpu_share'), 2);
+    const figureOf = (r: PhaseResult) => (k: string) => Number(r.figures[k]);
     const bound = met
       ? undefined
       : phases
@@ -395,13 +394,16 @@ export const run: Scenario = async ({ quick, log }) => {
           .join('; ') +
         ". One thread of the gateway takes in every member change and hands it to every watcher it matches (an event is encoded once per form and shared), so whatever holds that thread holds every watcher back: " +
         phases
-          .map(
-            ([name]) =>
-              `over ${name} its event loop was held up to ${round(f(name, 'gateway_loop_delay_max_ms'), 0)} ms at once (p99 ${round(f(name, 'gateway_loop_delay_p99_ms'), 0)} ms), its intake of the members' changes lagged ${round(f(name, 'intake_lag_p99_ms'), 0)} ms at p99, ` +
-              `and it was on a core ${round(f(name, 'gateway_thread_busy_share') * 100, 0)}% of the churn and runnable but waiting for one ${round(f(name, 'gateway_thread_runqueue_share') * 100, 0)}%, ` +
-              `delivering ${Math.round(f(name, 'delivered_per_s')).toLocaleString('en-US')} events/s at ${round(f(name, 'gateway_cpu_us_per_event'), 1)} µs of the gateway's CPU each ` +
-              `(the gateway's process ${round(f(name, 'gateway_cpu_share'), 2)} of a core, the watchers' ${round(f(name, 'client_cpu_share'), 2)}, the members' ${round(f(name, 'sim_cpu_share'), 2)}: ${cores(name)} of the ${availableParallelism()})`,
-          )
+          .map(([name, r]) => {
+            const f = figureOf(r);
+            const cores = round(f('gateway_cpu_share') + f('client_cpu_share') + f('sim_cpu_share'), 2);
+            return (
+              `over ${name} its event loop was held up to ${round(f('gateway_loop_delay_max_ms'), 0)} ms at once (p99 ${round(f('gateway_loop_delay_p99_ms'), 0)} ms), its intake of the members' changes lagged ${round(f('intake_lag_p99_ms'), 0)} ms at p99, ` +
+              `and it was on a core ${round(f('gateway_thread_busy_share') * 100, 0)}% of the churn and runnable but waiting for one ${round(f('gateway_thread_runqueue_share') * 100, 0)}%, ` +
+              `delivering ${Math.round(f('delivered_per_s')).toLocaleString('en-US')} events/s at ${round(f('gateway_cpu_us_per_event'), 1)} µs of the gateway's CPU each ` +
+              `(the gateway's process ${round(f('gateway_cpu_share'), 2)} of a core, the watchers' ${round(f('client_cpu_share'), 2)}, the members' ${round(f('sim_cpu_share'), 2)}: ${cores} of the ${availableParallelism()})`
+            );
+          })
           .join('; ') +
         '. Over HTTP/1.1 each event to each watch is a TLS record and a socket write of its own; over HTTP/2 the events of one pass share a connection. ' +
         "A watch more than 16 MiB behind on its socket is ended (src/cache/watch.ts; a kube-apiserver likewise ends a watcher too slow for its buffer): the unfiltered watchers, which take every event, are the first to fall that far behind in a stall. " +

@@ -40,8 +40,9 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
 
 /**
  * size bytes in a SharedArrayBuffer, or an ordinary buffer once more than the slack awaits collection: slack, or
- * an eighth of what is held (holdUncounted), whichever is more. A caller that can use less (smallest < size) may
- * get a buffer of fewer bytes, down to smallest, when one is ready made resident (touchahead.ts).
+ * an eighth of what is held (holdUncounted), whichever is more. One made resident ahead (touchahead.ts takeTouched)
+ * may be of a size near size, from half to twice it, for any caller; a caller that can use less (smallest < size)
+ * may also get one smaller than that, down to smallest.
  */
 export function uncountedBuffer(size: number, slack: number, smallest = size): Buffer {
   if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(size);

@@ -65,6 +65,17 @@ describe('Store', () => {
     expect(x.labels).toEqual({ app: 'web' });
   });
 
+  it('keeps resourceVersions up to 2^53 exactly (the merged cache starts past 2^40)', () => {
+    for (const start of [2 ** 30 - 2, 2 ** 40 + 12345, 2 ** 52 + 2 ** 31 + 7, Number.MAX_SAFE_INTEGER - 3]) {
+      const s = new Store({ clock: newRvClock(start) });
+      const x = s.put(pod('ns', 'web-1'));
+      const y = s.put(pod('ns', 'web-1'));
+      expect([x.rv, y.rv]).toEqual([start + 1, start + 2]);
+      expect(JSON.parse(y.json.toString()).metadata.resourceVersion).toBe(String(start + 2));
+      expect(s.remove(y.key)!.rv).toBe(start + 3);
+    }
+  });
+
   it('emits ADDED, MODIFIED, DELETED with the deletion carrying its own resourceVersion', () => {
     const s = new Store({ clock: newRvClock() });
     const seen: string[] = [];

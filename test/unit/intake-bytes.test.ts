@@ -202,6 +202,27 @@ describe('encodeListBytes on realistic pods', () => {
     expect(page!.memberRVs[4]).toBe('');
   });
 
+  it("gives pods of one cluster with the same labels' bytes one frozen labels object, and no other cluster's", () => {
+    const pods = [0, 1, 2, 3].map((i) => realPod(20 + i));
+    for (const p of pods) p.metadata.labels = { app: 'shared-app-name', tier: 'web' };
+    pods[3]!.metadata.labels = { app: 'shared-app-name', tier: 'db' };
+    const text = Buffer.from(podList(pods));
+    const page = encodeListBytes(text, PODS);
+    const again = encodeListBytes(text, PODS);
+    const other = encodeListBytes(text, { ...PODS, cluster: 'member-2' });
+    expect(page.labels[1]).toBe(page.labels[0]);
+    expect(again.labels[2]).toBe(page.labels[0]);
+    expect(page.labels[3]).not.toBe(page.labels[0]);
+    expect(page.labels[3]).toEqual({ [CLUSTER_LABEL]: PODS.cluster, app: 'shared-app-name', tier: 'db' });
+    expect(other.labels[0]).not.toBe(page.labels[0]);
+    expect(other.labels[0]).toEqual({ [CLUSTER_LABEL]: 'member-2', app: 'shared-app-name', tier: 'web' });
+    // Shared, so no holder may change it.
+    expect(Object.isFrozen(page.labels[0])).toBe(true);
+    expect(() => {
+      page.labels[0]!.tier = 'db';
+    }).toThrow(TypeError);
+  });
+
   it('equals encodeList with kind and apiVersion on the items or only on the list', () => {
     const withKinds = [realPod(20), realPod(21)];
     const without = withKinds.map(({ kind: _k, apiVersion: _a, ...rest }) => rest);

@@ -51,10 +51,34 @@ export interface Owner {
   memberRV: string;
 }
 
+/**
+ * A member's resourceVersion as the cache keeps it for each of its objects: a number when it is a plain decimal of
+ * up to 15 digits, as etcd's revisions are, else the string. A string read from a member's bytes is a string of its
+ * own per cached pod (~32 bytes and one more object for every full collection to visit); a number below 2^30 is
+ * held in the map itself, and a larger one takes 16 bytes.
+ */
+type HeldRV = string | number;
+
+function heldRV(memberRV: string): HeldRV {
+  const n = memberRV.length;
+  if (n === 0 || n > 15 || (n > 1 && memberRV.charCodeAt(0) === 0x30)) return memberRV;
+  for (let i = 0; i < n; i++) {
+    const c = memberRV.charCodeAt(i);
+    if (c < 0x30 || c > 0x39) return memberRV;
+  }
+  return Number(memberRV);
+}
+
+/** The member's resourceVersion held for key, as the member wrote it. */
+function memberRVOf(memberRVs: Map<string, HeldRV>, key: string): string | undefined {
+  const v = memberRVs.get(key);
+  return typeof v === 'number' ? String(v) : v;
+}
+
 /** One member's share of the cache: its keys with the member's resourceVersion of each. */
 interface MemberState {
   removed: boolean;
-  memberRVs: Record<CachedResource, Map<string, string>>;
+  memberRVs: Record<CachedResource, Map<string, HeldRV>>;
   /** The member's resourceVersion last seen per resource (objects, lists and bookmarks). */
   lastSeen: Record<CachedResource, string>;
 }
@@ -265,7 +289,8 @@ export class MergedCache {
     const out: Owner[] = [];
     for (const stored of this.storeOf(resource).snapshot().iterate(prefix, prefix)) {
       const cluster = stored.key.slice(prefix.length);
-      const memberRV = this.members.get(cluster)?.memberRVs[resource].get(stored.key) ?? '';
+      const memberRVs = this.members.get(cluster)?.memberRVs[resource];
+      const memberRV = (memberRVs && memberRVOf(memberRVs, stored.key)) ?? '';
       out.push({ cluster, stored, memberRV });
     }
     return out;
@@ -279,13 +304,14 @@ export class MergedCache {
     const key = memberKey(namespace, name, cluster);
     const stored = this.storeOf(resource).get(key);
     if (!stored || String(stored.rv) !== gatewayRV) return undefined;
-    return this.members.get(cluster)?.memberRVs[resource].get(key);
+    const memberRVs = this.members.get(cluster)?.memberRVs[resource];
+    return memberRVs && memberRVOf(memberRVs, key);
   }
 
   /** The gateway resourceVersion of a member's object version, when the cache holds exactly that version. */
   toGatewayRV(resource: CachedResource, namespace: string, name: string, cluster: string, memberRV: string): string | undefined {
     const key = memberKey(namespace, name, cluster);
-    if (this.members.get(cluster)?.memberRVs[resource].get(key) !== memberRV) return undefined;
+    if (this.members.get(cluster)?.memberRVs[resource].get(key) !== heldRV(memberRV)) return undefined;
     const stored = this.storeOf(resource).get(key);
     return stored ? String(stored.rv) : undefined;
   }
@@ -307,18 +333,19 @@ export class MergedCache {
   }
 
   /** Whether the cache holds that version of the member's object: encoding it again would be wasted. */
-  private unchangedIn(cluster: string, memberRVs: Map<string, string>): Unchanged {
-    return (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === memberRV;
+  private unchangedIn(cluster: string, memberRVs: Map<string, HeldRV>): Unchanged {
+    return (namespace, name, memberRV) => memberRV !== '' && memberRVs.get(memberKey(namespace, name, cluster)) === heldRV(memberRV);
   }
 
   /** Stores the page's object i unless the cache already has that version; returns its key. */
-  private upsert(cluster: string, resource: CachedResource, memberRVs: Map<string, string>, page: EncodedPage, i: number): string {
+  private upsert(cluster: string, resource: CachedResource, memberRVs: Map<string, HeldRV>, page: EncodedPage, i: number): string {
     const key = memberKey(page.namespaces[i], page.names[i], cluster);
     const memberRV = page.memberRVs[i];
     const s = i * page.stride;
     // Left unserialized when it was encoded: the cache held that version then, and nothing has changed it since.
     if (page.offsets[s] === page.offsets[s + 3]) return key;
-    if (memberRV !== '' && memberRVs.get(key) === memberRV) return key;
+    const held = heldRV(memberRV);
+    if (memberRV !== '' && memberRVs.get(key) === held) return key;
     const rv = this.clock.next();
     const digits = String(rv);
     const namespace = page.namespaces[i];
@@ -329,11 +356,11 @@ export class MergedCache {
     // The v1 view shares metadata (same resourceVersion).
     if (resource === 'events') this.eventsV1.putEncoded({ key: stored.key, namespace, name, json: servedJSON(page, i, 1, digits, this.eventsV1.arena), labels, fields: page.v1Fields[i] }, rv);
     // The store's copy of the key, not an equal one: one string per object, whoever holds it.
-    memberRVs.set(stored.key, memberRV);
+    memberRVs.set(stored.key, held);
     return stored.key;
   }
 
-  private removeKey(resource: CachedResource, memberRVs: Map<string, string>, key: string): void {
+  private removeKey(resource: CachedResource, memberRVs: Map<string, HeldRV>, key: string): void {
     memberRVs.delete(key);
     if (resource === 'pods') {
       this.pods.remove(key);

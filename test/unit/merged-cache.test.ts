@@ -76,6 +76,25 @@ describe('MergedCache ingest', () => {
     expect(cache.objectCounts('member-a')).toEqual({ pods: 2, events: 0 });
   });
 
+  it("gives back each member's resourceVersion as the member wrote it, numbers or not", () => {
+    const cache = newCache();
+    const rvs = ['0', '7', '123456789', '999999999999999', '1234567890123456', '007', '1e3', '-1', 'abc', ''];
+    cache.sink('m', 'pods').replace(rvs.map((rv, i) => pod('ns', `p${i}`, rv)), '10');
+    for (const [i, rv] of rvs.entries()) {
+      const [o] = cache.owners('pods', 'ns', `p${i}`);
+      expect(o!.memberRV).toBe(rv);
+      expect(cache.toMemberRV('pods', 'ns', `p${i}`, 'm', String(o!.stored.rv))).toBe(rv);
+      expect(cache.toGatewayRV('pods', 'ns', `p${i}`, 'm', rv)).toBe(String(o!.stored.rv));
+    }
+    // Another spelling of the same number is another version.
+    expect(cache.toGatewayRV('pods', 'ns', 'p1', 'm', '07')).toBeUndefined();
+    expect(cache.toGatewayRV('pods', 'ns', 'p5', 'm', '7')).toBeUndefined();
+    // The same versions again change nothing (but for a pod without one, which is always taken anew); a new one does.
+    const { seen } = record(cache);
+    cache.sink('m', 'pods').replace(rvs.map((rv, i) => pod('ns', `p${i}`, i === 2 ? '123456790' : rv)), '11');
+    expect(seen.map((e) => [e.type, e.object.name])).toEqual([['MODIFIED', 'p2'], ['MODIFIED', 'p9']]);
+  });
+
   it('a relist emits exactly the difference: ADDED, MODIFIED, DELETED, nothing for unchanged objects', () => {
     const cache = newCache();
     const sink = cache.sink('m', 'pods');

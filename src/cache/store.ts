@@ -282,6 +282,18 @@ export class ResourceVersionTooOld extends Error {
 
 const EMPTY: Readonly<Record<string, string>> = Object.freeze({});
 
+/** Whether a and b (plain objects of strings: labels, selectable fields) have the same keys and values. */
+function sameRecord(a: Readonly<Record<string, string>>, b: Readonly<Record<string, string>>): boolean {
+  if (a === b) return true;
+  let n = 0;
+  for (const k in a) {
+    if (a[k] !== b[k]) return false;
+    n++;
+  }
+  for (const _ in b) n--;
+  return n === 0;
+}
+
 /** The stored object, parsed anew on every call: the caller owns the result and may change it. */
 export function objectOf(stored: StoredObject): KubeObject {
   return JSON.parse(stored.json.toString('utf8')) as KubeObject;
@@ -489,7 +501,7 @@ export class Store {
   putEncoded(obj: EncodedObject, rv: number): StoredObject {
     // One lookup for both: at a million objects each lookup is a cache miss or two.
     const prev = this.objects.get(obj.key);
-    return this.commit(this.sealed(prev?.key ?? obj.key, obj.namespace, obj.name, rv, obj.json, obj.labels, obj.fields), prev);
+    return this.commit(this.sealedAfter(prev, obj.key, obj.namespace, obj.name, rv, obj.json, obj.labels, obj.fields), prev);
   }
 
   /** A sealed object becomes the new state of its key (ADDED or MODIFIED); prev: the current one, when looked up. */
@@ -564,8 +576,26 @@ export class Store {
     const namespace = intern(meta.namespace ?? '');
     const name = meta.name ?? '';
     const key = this.keyOf ? this.keyOf(obj, namespace, name) : namespace ? `${namespace}/${name}` : name;
-    // The string the store already holds for this key, if any: every version and index then shares one.
-    return this.sealed(this.objects.get(key)?.key ?? key, namespace, name, rv, json, meta.labels ?? EMPTY, this.fieldsOf(obj));
+    return this.sealedAfter(this.objects.get(key), key, namespace, name, rv, json, meta.labels ?? EMPTY, this.fieldsOf(obj));
+  }
+
+  /**
+   * A version of prev's key (prev undefined: the first). What did not change is prev's: its key, name and namespace
+   * strings and its labels and fields objects, when equal. A status update then keeps in the heap only its new
+   * StoredObject, where fresh copies of all of these lived as long as it did: under churn, most of what survives
+   * to be promoted and marked (scenario 6). The selector index also skips labels that are the same object.
+   */
+  private sealedAfter(prev: StoredObject | undefined, key: string, namespace: string, name: string, rv: number, json: Buffer, labels: Readonly<Record<string, string>>, fields: Readonly<Record<string, string>>): StoredObject {
+    if (prev === undefined) return this.sealed(key, namespace, name, rv, json, labels, fields);
+    return this.sealed(
+      prev.key,
+      prev.namespace === namespace ? prev.namespace : namespace,
+      prev.name === name ? prev.name : name,
+      rv,
+      json,
+      sameRecord(prev.labels, labels) ? prev.labels : labels,
+      sameRecord(prev.fields, fields) ? prev.fields : fields,
+    );
   }
 
   /**

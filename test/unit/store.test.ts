@@ -76,6 +76,28 @@ describe('Store', () => {
     }
   });
 
+  it("a new version keeps the old one's labels and fields objects while they are equal, and takes new ones when not", () => {
+    const s = new Store({ clock: newRvClock(), fieldsOf: (o) => ({ 'metadata.name': o.metadata.name ?? '', 'spec.nodeName': (o as any).spec?.nodeName ?? '' }), index: { fields: ['spec.nodeName'], labels: true } });
+    const a = s.put(pod('ns', 'web-1', { spec: { nodeName: 'n1' } }));
+    const b = s.put(pod('ns', 'web-1', { spec: { nodeName: 'n1' }, status: { phase: 'Running' } }));
+    expect(b.labels).toBe(a.labels);
+    expect(b.fields).toBe(a.fields);
+    const c = s.put({ ...pod('ns', 'web-1', { spec: { nodeName: 'n2' } }), metadata: { namespace: 'ns', name: 'web-1', labels: { app: 'web', tier: 'db' } } });
+    expect(c.labels).not.toBe(a.labels);
+    expect(c.labels).toEqual({ app: 'web', tier: 'db' });
+    expect(c.fields).toEqual({ 'metadata.name': 'web-1', 'spec.nodeName': 'n2' });
+    // One label fewer, or one more, is a change too.
+    const d = s.put({ ...pod('ns', 'web-1', { spec: { nodeName: 'n2' } }), metadata: { namespace: 'ns', name: 'web-1', labels: { app: 'web' } } });
+    expect(d.labels).toEqual({ app: 'web' });
+    expect(d.fields).toBe(c.fields);
+    const e = s.put({ ...pod('ns', 'web-1', { spec: { nodeName: 'n2' } }), metadata: { namespace: 'ns', name: 'web-1', labels: { app: 'web', tier: 'db' } } });
+    expect(e.labels).toEqual({ app: 'web', tier: 'db' });
+    // The index follows what was stored.
+    expect(s.index!.fields.get('spec.nodeName')!.get('n2')).toBe(e.key);
+    expect(s.index!.fields.get('spec.nodeName')!.has('n1')).toBe(false);
+    expect(s.index!.labels.get('tier')!.get('db')).toBe(e.key);
+  });
+
   it('emits ADDED, MODIFIED, DELETED with the deletion carrying its own resourceVersion', () => {
     const s = new Store({ clock: newRvClock() });
     const seen: string[] = [];

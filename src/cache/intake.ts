@@ -724,23 +724,32 @@ const CLUSTER_FIRST = `{${JSON.stringify(CLUSTER_LABEL)}:" "`;
  */
 function labelsWithCluster(b: Buffer, start: number, end: number, cluster: string): Record<string, string> {
   const text = start < 0 ? '' : b.toString('utf8', start + 1, end);
-  let sets = labelSets.get(cluster);
-  const have = sets?.get(text);
+  const have = labelSets.get(cluster)?.get(text);
   if (have !== undefined) return have;
-  let labels: Record<string, string>;
-  if (start < 0) {
-    labels = { [CLUSTER_LABEL]: cluster };
-  } else {
-    labels = JSON.parse(CLUSTER_FIRST + ',' + text) as Record<string, string>;
-    // A member's own value for the cluster label is replaced where it stands: the object path's job.
-    if (labels[CLUSTER_LABEL] !== ' ') throw OBJECT_PATH;
-    labels[CLUSTER_LABEL] = cluster;
-    for (const k in labels) {
-      const v = labels[k];
-      if (typeof v === 'string' && v.length > SHARED_BY_PARSE) labels[k] = intern(v);
-    }
+  if (start < 0) return keepLabelSet(cluster, text, { [CLUSTER_LABEL]: cluster });
+  const labels = JSON.parse(CLUSTER_FIRST + ',' + text) as Record<string, string>;
+  // A member's own value for the cluster label is replaced where it stands: the object path's job.
+  if (labels[CLUSTER_LABEL] !== ' ') throw OBJECT_PATH;
+  labels[CLUSTER_LABEL] = cluster;
+  return keepLabelSet(cluster, text, internValues(labels));
+}
+
+/** labels with its values longer than JSON.parse shares made the process's own copy (src/api/intern.ts). */
+function internValues(labels: Record<string, string>): Record<string, string> {
+  for (const k in labels) {
+    const v = labels[k];
+    if (typeof v === 'string' && v.length > SHARED_BY_PARSE) labels[k] = intern(v);
   }
+  return labels;
+}
+
+/**
+ * labels, frozen, as the object of cluster's pods whose labels are text (their bytes, or their JSON from an intake
+ * worker), which labelSets then gives them all.
+ */
+function keepLabelSet(cluster: string, text: string, labels: Record<string, string>): Record<string, string> {
   Object.freeze(labels);
+  let sets = labelSets.get(cluster);
   if (labelSetCount >= MAX_LABEL_SETS) {
     // Objects handed out stay valid: the pods holding them keep them, the table only forgets them.
     labelSets = new Map();
@@ -754,11 +763,11 @@ function labelsWithCluster(b: Buffer, start: number, end: number, cluster: strin
 }
 
 /**
- * Label sets kept for sharing (labelsWithCluster), over all clusters; past it the table starts over, so pods whose
+ * Label sets kept for sharing (keepLabelSet), over all clusters; past it the table starts over, so pods whose
  * labels are their own (a StatefulSet's name every pod's) cost a lookup and never memory.
  */
 const MAX_LABEL_SETS = 1 << 15;
-/** cluster -> the labels' bytes as text -> their object. */
+/** cluster -> the labels' bytes as text (or their JSON, from a worker) -> their object. */
 let labelSets = new Map<string, Map<string, Record<string, string>>>();
 let labelSetCount = 0;
 
@@ -773,14 +782,22 @@ export interface WirePage {
   stride: number;
   bytes: Uint8Array;
   offsets: Uint32Array;
-  /** [namespaces, names, memberRVs, labels, fields, v1Fields] */
+  /** [namespaces, names, memberRVs, label sets, each object's label set, fields, v1Fields] */
   parts: string;
 }
 
 /** The page for postMessage (transfer wire.bytes.buffer and wire.offsets.buffer). */
 export function toWire(page: EncodedPage): WirePage {
   const { listRV, count, stride, bytes, offsets } = page;
-  const parts = JSON.stringify([page.namespaces, page.names, page.memberRVs, page.labels, page.fields, page.v1Fields]);
+  // Each set of labels once, and for each object which (the worker's objects are shared as the main thread's are).
+  const sets: Record<string, string>[] = [];
+  const setOf = new Map<Record<string, string>, number>();
+  const labelSet = page.labels.map((l) => {
+    let k = setOf.get(l);
+    if (k === undefined) setOf.set(l, (k = sets.push(l) - 1));
+    return k;
+  });
+  const parts = JSON.stringify([page.namespaces, page.names, page.memberRVs, sets, labelSet, page.fields, page.v1Fields]);
   return { listRV, continue: page.continue, count, stride, bytes, offsets, parts };
 }
 
@@ -790,9 +807,18 @@ export function toWire(page: EncodedPage): WirePage {
  * in about half the time.
  */
 export function fromWire(wire: WirePage): EncodedPage {
-  const [namespaces, names, memberRVs, labels, fields, v1Fields] = JSON.parse(wire.parts) as [string[], string[], string[], Record<string, string>[], Record<string, string>[], Record<string, string>[]];
+  const [namespaces, names, memberRVs, sets, labelSet, fields, v1Fields] = JSON.parse(wire.parts) as [string[], string[], string[], Record<string, string>[], number[], Record<string, string>[], Record<string, string>[]];
   // Made in the worker's own strings: the shared ones become this process's (src/api/intern.ts).
   for (let i = 0; i < namespaces.length; i++) namespaces[i] = intern(namespaces[i]!);
+  // Labels shared as on the byte path (keepLabelSet), keyed by their JSON; an object the page holds no labels for
+  // (one the cache has already: an empty object) stays as it came.
+  const shared = sets.map((l) => {
+    const cluster = l[CLUSTER_LABEL];
+    if (cluster === undefined) return l;
+    const text = JSON.stringify(l);
+    return labelSets.get(cluster)?.get(text) ?? keepLabelSet(cluster, text, internValues(l));
+  });
+  const labels = labelSet.map((k) => shared[k]!);
   for (const f of fields) shareFieldValues(f);
   for (const f of v1Fields) shareFieldValues(f);
   const b = wire.bytes;

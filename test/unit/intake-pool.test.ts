@@ -115,6 +115,12 @@ describe('intake workers', () => {
       const bytes = (c: MergedCache) => [...c.pods.values()].map((s) => `${s.key} ${s.rv} ${s.json.toString('utf8')} ${JSON.stringify(s.fields)} ${JSON.stringify(sorted(s.labels))}`);
       expect(bytes(viaPool.cache)).toEqual(bytes(plain.cache));
       expect(viaPool.cache.pods.get('ns-1/pod-1\u0000m1')!.json.toString()).toContain('"fleetgate.io/cluster":"m1"');
+      // Pods with the same labels share one frozen object, as on the main thread's byte path (this test's plain
+      // side parses whole lists: the object path, which does not share them).
+      const labelsOf = (key: string) => viaPool.cache.pods.get(key)!.labels;
+      expect(labelsOf('ns-2/pod-5\u0000m1')).toBe(labelsOf('ns-1/pod-1\u0000m1'));
+      expect(labelsOf('ns-2/pod-2\u0000m1')).not.toBe(labelsOf('ns-1/pod-1\u0000m1'));
+      expect(Object.isFrozen(labelsOf('ns-1/pod-1\u0000m1'))).toBe(true);
       expect(pool.crashes).toBe(0);
     });
   }

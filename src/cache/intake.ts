@@ -764,7 +764,7 @@ function keepLabelSet(cluster: string, text: string, labels: Record<string, stri
 
 /**
  * Label sets kept for sharing (keepLabelSet), over all clusters; past it the table starts over, so pods whose
- * labels are their own (a StatefulSet's name every pod's) cost a lookup and never memory.
+ * labels are their own (a StatefulSet labels each pod with its own name) cost a lookup and never memory.
  */
 const MAX_LABEL_SETS = 1 << 15;
 /** cluster -> the labels' bytes as text (or their JSON, from a worker) -> their object. */

@@ -256,9 +256,9 @@ async function phase(fleet: ScaleFleet, protocol: Protocol, seconds: number, log
       b.push(lags[i]!);
     }
     // In order, to be lined up with a --trace-gc log or a perf capture of the same run.
-    const secondsInOrder = [...bySecond.entries()].sort(([a], [b]) => a - b).map(([, b]) => round(summarize(b).p99, 0));
-    log(`06 ${protocol}: lag p99 by second of the churn from ${new Date(performance.timeOrigin + c0).toISOString().slice(11, 19)}: ${secondsInOrder.join(' ')} ms`);
-    const secondP99s = [...bySecond.values()].map((b) => summarize(b).p99).sort((a, b) => a - b);
+    const secondsInOrder = [...bySecond.entries()].sort(([a], [b]) => a - b).map(([, b]) => summarize(b).p99);
+    log(`06 ${protocol}: lag p99 by second of the churn from ${new Date(performance.timeOrigin + c0).toISOString().slice(11, 19)}: ${secondsInOrder.map((p) => round(p, 0)).join(' ')} ms`);
+    const secondP99s = [...secondsInOrder].sort((a, b) => a - b);
     const secondsOverGoal = secondP99s.filter((p) => p >= 100).length;
     const medianSecondP99 = secondP99s[Math.floor(secondP99s.length / 2)] ?? NaN;
     const dropped = watchers.filter((w) => w.endedEarly);

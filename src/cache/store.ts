@@ -580,8 +580,8 @@ export class Store {
   }
 
   /**
-   * A version of prev's key (prev undefined: the first). What did not change is prev's: its key, name and namespace
-   * strings and its labels and fields objects, when equal. A status update then keeps in the heap only its new
+   * A version of prev's key (prev undefined: the first). What did not change is prev's: its key and name strings
+   * and its labels and fields objects, when equal (namespaces are the process's one copy already, intern.ts). A status update then keeps in the heap only its new
    * StoredObject, where fresh copies of all of these lived as long as it did: under churn, most of what survives
    * to be promoted and marked (scenario 6). The selector index also skips labels that are the same object.
    */
@@ -589,7 +589,7 @@ export class Store {
     if (prev === undefined) return this.sealed(key, namespace, name, rv, json, labels, fields);
     return this.sealed(
       prev.key,
-      prev.namespace === namespace ? prev.namespace : namespace,
+      namespace,
       prev.name === name ? prev.name : name,
       rv,
       json,

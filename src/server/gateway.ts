@@ -12,6 +12,7 @@ import { fleetReadAuthorizer, perClusterReadAuthorizer, type CachedReadAuthorize
 import { cachingReviewer } from '../authz/decisioncache.js';
 import { newFlowControl, type FlowControl } from '../flowcontrol/index.js';
 import { startHeapGrowth, type HeapGrowth } from '../cache/heapgrowth.js';
+import { RECOMMENDED_SEMI_SPACE_MB, youngGeneration } from '../cache/younggen.js';
 import { startTouchAhead, type TouchAhead } from '../api/touchahead.js';
 import { MergedCache } from '../cache/merged.js';
 import type { ActiveWatch } from '../cache/watch.js';
@@ -193,6 +194,13 @@ function startMembers(config: Config, controlPlane: Upstream, log: Logger, metri
   const c = config.cache;
   const heapGrowth = startHeapGrowth(c.heapGrowingPercent);
   log.info({ heapGrowingPercent: heapGrowth.setting }, 'cache: JS heap growth between full collections');
+  const young = youngGeneration();
+  log.info(
+    { semiSpaceMB: young.semiSpaceMB ?? 'v8', from: young.source },
+    young.semiSpaceMB !== undefined && young.semiSpaceMB >= RECOMMENDED_SEMI_SPACE_MB
+      ? 'cache: V8 young generation'
+      : `cache: V8 young generation smaller than the ${RECOMMENDED_SEMI_SPACE_MB} MiB semi-spaces the image and chart give node; under churn a large cache then promotes more and V8 marks its heap more often (node --max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB}, see docs/operations.md)`,
+  );
   const touchAhead = startTouchAhead({ maxBytes: c.touchAheadBytes, onError: (err) => log.error({ err: err.message }, 'cache: touch-ahead thread failed; slabs are faulted in on the event loop from now on') });
   const sources: MemberRegistry[] = [staticRegistry(staticMembers(c.members))];
   if (c.karmada.enabled) sources.push(karmadaMembers(controlPlane, { log: log.child({ component: 'karmada-members' }) }));

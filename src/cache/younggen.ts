@@ -1,0 +1,46 @@
+// The size of V8's young generation in a process that hosts the cache, as node was started with it.
+//
+// Under churn the cache's process allocates fan-out work (each change's events, frames and the watchers' queues)
+// that dies within a second or two. With node's default semi-spaces (16 MiB) a young collection comes every ~0.5 s
+// under 2,000 changes a second at 1M pods, so much of that work is still alive at two collections running and is
+// promoted: the old generation grew ~3.5 MB/s, and V8 marked the ~0.6 GB heap every 20-30 s of churn (each mark a
+// stall of the event loop; benchmark scenario 6). With 64 MiB semi-spaces it grew ~1.3 MB/s, about what the event
+// window keeps on purpose, and no mark came in the same 30 s. V8 reads the size only when the heap is set up, so
+// it cannot be changed from here: node must be given --max-semi-space-size (the image and the chart do). This
+// only reports which size the process has, so that the log says so.
+
+/** What the image and the chart give node: MiB per semi-space (the young generation holds two). */
+export const RECOMMENDED_SEMI_SPACE_MB = 64;
+
+export interface YoungGeneration {
+  /** MiB per semi-space node was given; undefined when V8 sizes it itself (16 MiB at most on 64-bit node 20). */
+  semiSpaceMB: number | undefined;
+  /** Where the size came from ('v8': node was not given one). */
+  source: 'command line' | 'NODE_OPTIONS' | 'v8';
+}
+
+const FLAG = /^--max[-_]semi[-_]space[-_]size(?:=(.*))?$/;
+
+/** The last --max-semi-space-size in args (V8 takes the last one; 0 is its own choice); a value may be the next argument. */
+function lastSetting(args: readonly string[]): number | undefined {
+  let found: number | undefined;
+  for (let i = 0; i < args.length; i++) {
+    const m = FLAG.exec(args[i]!);
+    if (!m) continue;
+    const v = Number(m[1] ?? args[i + 1]);
+    if (Number.isInteger(v) && v >= 0) found = v;
+  }
+  return found;
+}
+
+/**
+ * The young generation this process was started with. The command line wins over NODE_OPTIONS, as in node, whose
+ * own options come from NODE_OPTIONS first and then from the command line.
+ */
+export function youngGeneration(execArgv: readonly string[] = process.execArgv, nodeOptions: string | undefined = process.env.NODE_OPTIONS): YoungGeneration {
+  const fromArgs = lastSetting(execArgv);
+  if (fromArgs !== undefined) return { semiSpaceMB: fromArgs || undefined, source: 'command line' };
+  const fromEnv = lastSetting((nodeOptions ?? '').split(/\s+/).filter(Boolean));
+  if (fromEnv !== undefined) return { semiSpaceMB: fromEnv || undefined, source: 'NODE_OPTIONS' };
+  return { semiSpaceMB: undefined, source: 'v8' };
+}

@@ -18,6 +18,7 @@ import type { ClusterEndpoint } from '../../support/http.js';
 import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 import { collectGarbage } from '../../../src/api/gc.js';
 import { touchAheadStats, type TouchAheadStats } from '../../../src/api/touchahead.js';
+import { RECOMMENDED_SEMI_SPACE_MB } from '../../../src/cache/younggen.js';
 import { idleShare, machineCpuTicks, mainThreadMinorFaults, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
 
 export interface ScaleOptions {
@@ -71,7 +72,10 @@ function spawnChild(mode: string, arg: unknown, heapMB: number, log: (m: string)
   // churn's pods, and V8 marked it every ~12 s of scenario 6, each time holding every member's changes back for up
   // to half a second: V8 lets it grow twice as far before marking again.
   const simFlags = mode === 'sim' ? ['--heap-growing-percent=100'] : [];
-  const proc = spawn(process.execPath, [`--max-old-space-size=${heapMB}`, '--expose-gc', ...simFlags, ...prof, ...(process.env[`FLEETGATE_BENCH_${mode.toUpperCase()}_FLAGS`]?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', self, mode, JSON.stringify(arg)], {
+  // The gateway runs with the young generation the image and the chart give it (src/cache/younggen.ts);
+  // FLEETGATE_BENCH_GATEWAY_FLAGS come after, so --max-semi-space-size=0 there gives V8's own back.
+  const gatewayFlags = mode === 'gateway' ? [`--max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB}`] : [];
+  const proc = spawn(process.execPath, [`--max-old-space-size=${heapMB}`, '--expose-gc', ...simFlags, ...gatewayFlags, ...prof, ...(process.env[`FLEETGATE_BENCH_${mode.toUpperCase()}_FLAGS`]?.split(' ').filter(Boolean) ?? []), '--import', 'tsx', self, mode, JSON.stringify(arg)], {
     stdio: ['pipe', 'pipe', 'inherit'],
     // No GLIBC_TUNABLES, as the image runs (FLEETGATE_BENCH_GLIBC_TUNABLES=glibc.malloc.hugetlb=1 to try transparent
     // huge pages for malloc, which the image set until the round of 2026-11-27: see docs/operations.md, "Memory").

@@ -196,7 +196,7 @@ function startMembers(config: Config, controlPlane: Upstream, log: Logger, metri
   log.info({ heapGrowingPercent: heapGrowth.setting }, 'cache: JS heap growth between full collections');
   const young = youngGeneration();
   log.info(
-    { semiSpaceMB: young.semiSpaceMB ?? 'v8', from: young.source },
+    { semiSpaceMB: young.semiSpaceMB ?? null, from: young.source },
     young.semiSpaceMB !== undefined && young.semiSpaceMB >= RECOMMENDED_SEMI_SPACE_MB
       ? 'cache: V8 young generation'
       : `cache: V8 young generation smaller than the ${RECOMMENDED_SEMI_SPACE_MB} MiB semi-spaces the image and chart give node; under churn a large cache then promotes more and V8 marks its heap more often (node --max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB}, see docs/operations.md)`,

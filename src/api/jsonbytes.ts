@@ -52,6 +52,26 @@ export function isSpace(c: number): boolean {
 /** Set by skipString: whether the string held an escape. */
 let escaped = false;
 
+// The bytes being read when they were checked whole beforehand (src/api/jsonscan.ts): a string or container at i
+// then ends at indexEnds[i] & 0x7fffffff (a string with an escape has the top bit set), read instead of scanned.
+let indexed: Uint8Array | undefined;
+const NO_ENDS = new Int32Array(0);
+let indexEnds: Int32Array = NO_ENDS;
+
+/**
+ * Until dropIndex, strings and containers of b are skipped by ends (a JSONIndex's, for exactly these bytes) instead
+ * of being checked byte by byte: b must have been checked whole, and be read only at the starts of its values.
+ */
+export function useIndex(b: Uint8Array, ends: Int32Array): void {
+  indexed = b;
+  indexEnds = ends;
+}
+
+export function dropIndex(): void {
+  indexed = undefined;
+  indexEnds = NO_ENDS;
+}
+
 function isHex(c: number): boolean {
   return (c >= ZERO && c <= NINE) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
 }
@@ -64,6 +84,11 @@ STRING_STOP[BACKSLASH] = 1;
 
 /** b[i] is a quote: the index after the string's closing quote. */
 function skipString(b: Uint8Array, i: number): number {
+  if (b === indexed) {
+    const e = indexEnds[i];
+    escaped = e < 0;
+    return e & 0x7fffffff;
+  }
   const n = b.length;
   escaped = false;
   i++;
@@ -148,6 +173,10 @@ let openStack = new Uint8Array(64);
  * JSON.parse would. Nesting is kept on a stack of its own, so depth is bounded by memory, not the call stack.
  */
 export function skipValue(b: Uint8Array, i: number): number {
+  if (b === indexed) {
+    const c = b[i];
+    if (c === QUOTE || c === OPEN_OBJECT || c === OPEN_ARRAY) return indexEnds[i] & 0x7fffffff;
+  }
   let depth = 0;
   for (;;) {
     // A value at i.

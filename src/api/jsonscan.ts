@@ -118,11 +118,70 @@ export function mirrorJSON(b: Uint8Array): JSONMirror | undefined {
   return mirror;
 }
 
+/**
+ * The string whose opening quote is at $p: $p is left after its closing quote, and its end recorded in ends[] (the
+ * top bit set when it holds an escape); else errpos is set and the scan fails. Sixteen bytes a step while none is a
+ * quote, a backslash or a control character. Written out where it is used (labels suffixed with id): a call per
+ * string was a third of the scan's time, and V8 does not inline WebAssembly functions by default.
+ */
+function scanString(id: string): string {
+  return `(local.set $sq (local.get $p))
+    (local.set $esc (i32.const 0))
+    (local.set $p (i32.add (local.get $p) (i32.const 1)))
+    (block $str_end_${id} (loop $str_${id}
+      (local.set $v (v128.load align=1 (local.get $p)))
+      (local.set $m (i8x16.bitmask
+        (v128.or
+          (v128.or (i8x16.eq (local.get $v) (i8x16.splat (i32.const 0x22))) (i8x16.eq (local.get $v) (i8x16.splat (i32.const 0x5c))))
+          (i8x16.lt_u (local.get $v) (i8x16.splat (i32.const 0x20))))))
+      (if (i32.eqz (local.get $m)) (then
+        (local.set $p (i32.add (local.get $p) (i32.const 16)))
+        (br $str_${id})))
+      (local.set $p (i32.add (local.get $p) (i32.ctz (local.get $m))))
+      (local.set $c (i32.load8_u (local.get $p)))
+      (if (i32.eq (local.get $c) (i32.const 0x22)) (then
+        (local.set $p (i32.add (local.get $p) (i32.const 1)))
+        (i32.store (i32.add (local.get $endsBase) (i32.shl (local.get $sq) (i32.const 2)))
+          (i32.or (local.get $p) (i32.shl (local.get $esc) (i32.const 31))))
+        (br $str_end_${id})))
+      (if (i32.eq (local.get $c) (i32.const 0x5c)) (then
+        (local.set $esc (i32.const 1))
+        (local.set $e (i32.load8_u offset=1 (local.get $p)))
+        (if (i32.eq (local.get $e) (i32.const 0x75)) (then
+          (if (i32.eqz (i32.and (i32.and (call $hex (i32.load8_u offset=2 (local.get $p))) (call $hex (i32.load8_u offset=3 (local.get $p))))
+                                (i32.and (call $hex (i32.load8_u offset=4 (local.get $p))) (call $hex (i32.load8_u offset=5 (local.get $p))))))
+            (then (global.set $errpos (i32.add (local.get $p) (i32.const 2))) (br $fail)))
+          (local.set $p (i32.add (local.get $p) (i32.const 6)))
+          (br $str_${id})))
+        (if (i32.or
+              (i32.or (i32.or (i32.eq (local.get $e) (i32.const 0x22)) (i32.eq (local.get $e) (i32.const 0x5c)))
+                      (i32.or (i32.eq (local.get $e) (i32.const 0x2f)) (i32.eq (local.get $e) (i32.const 0x62))))
+              (i32.or (i32.or (i32.eq (local.get $e) (i32.const 0x66)) (i32.eq (local.get $e) (i32.const 0x6e)))
+                      (i32.or (i32.eq (local.get $e) (i32.const 0x72)) (i32.eq (local.get $e) (i32.const 0x74)))))
+          (then (local.set $p (i32.add (local.get $p) (i32.const 2))) (br $str_${id})))
+        (global.set $errpos (i32.add (local.get $p) (i32.const 1)))
+        (br $fail)))
+      ;; a control character, or the padding past the end
+      (global.set $errpos (local.get $p))
+      (br $fail)))`;
+}
+
+/** After an object's opening brace or a comma in it (and whitespace): a key, its colon and the whitespace before its value. */
+function scanKey(id: string): string {
+  return `(if (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x22)) (then (global.set $errpos (local.get $p)) (br $fail)))
+    ${scanString(id)}
+    (if (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x3a)) (then
+      (local.set $p (call $ws (local.get $p)))
+      (if (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x3a)) (then (global.set $errpos (local.get $p)) (br $fail)))))
+    (local.set $p (i32.add (local.get $p) (i32.const 1)))
+    (if (i32.le_u (i32.load8_u (local.get $p)) (i32.const 0x20)) (then (local.set $p (call $ws (local.get $p)))))`;
+}
+
 // The scan. Input at [0, length) with PADDING zero bytes after it; ends[] at endsBase; the open containers' start
 // indexes at stackBase. A container's kind is read back from its opening byte; its closing byte is that + 2.
 // value(start) returns the index after the value at start, -1 when it is not JSON (errpos says where) or -2 when it
 // is deeper than stackDepth.
-const SCAN_WAT = String.raw`
+const SCAN_WAT = `
 (module
   (memory (export "memory") 1)
   (global $spaced (export "spaced") (mut i32) (i32.const 0))
@@ -154,49 +213,6 @@ const SCAN_WAT = String.raw`
   (func $hex (param $c i32) (result i32)
     (i32.or (call $digit (local.get $c))
             (i32.lt_u (i32.sub (i32.or (local.get $c) (i32.const 0x20)) (i32.const 0x61)) (i32.const 6))))
-
-  ;; the string whose opening quote is at q: the index after its closing quote, or -1. Sixteen bytes a step while
-  ;; none is a quote, a backslash or a control character.
-  (func $str (param $q i32) (result i32)
-    (local $p i32) (local $v v128) (local $m i32) (local $c i32) (local $esc i32) (local $e i32)
-    (local.set $p (i32.add (local.get $q) (i32.const 1)))
-    (loop $l
-      (local.set $v (v128.load align=1 (local.get $p)))
-      (local.set $m (i8x16.bitmask
-        (v128.or
-          (v128.or (i8x16.eq (local.get $v) (i8x16.splat (i32.const 0x22))) (i8x16.eq (local.get $v) (i8x16.splat (i32.const 0x5c))))
-          (i8x16.lt_u (local.get $v) (i8x16.splat (i32.const 0x20))))))
-      (if (i32.eqz (local.get $m)) (then
-        (local.set $p (i32.add (local.get $p) (i32.const 16)))
-        (br $l)))
-      (local.set $p (i32.add (local.get $p) (i32.ctz (local.get $m))))
-      (local.set $c (i32.load8_u (local.get $p)))
-      (if (i32.eq (local.get $c) (i32.const 0x22)) (then
-        (local.set $p (i32.add (local.get $p) (i32.const 1)))
-        (i32.store (i32.add (global.get $ends) (i32.shl (local.get $q) (i32.const 2)))
-          (i32.or (local.get $p) (i32.shl (local.get $esc) (i32.const 31))))
-        (return (local.get $p))))
-      (if (i32.eq (local.get $c) (i32.const 0x5c)) (then
-        (local.set $esc (i32.const 1))
-        (local.set $e (i32.load8_u offset=1 (local.get $p)))
-        (if (i32.eq (local.get $e) (i32.const 0x75)) (then
-          (if (i32.eqz (i32.and (i32.and (call $hex (i32.load8_u offset=2 (local.get $p))) (call $hex (i32.load8_u offset=3 (local.get $p))))
-                                (i32.and (call $hex (i32.load8_u offset=4 (local.get $p))) (call $hex (i32.load8_u offset=5 (local.get $p))))))
-            (then (global.set $errpos (i32.add (local.get $p) (i32.const 2))) (return (i32.const -1))))
-          (local.set $p (i32.add (local.get $p) (i32.const 6)))
-          (br $l)))
-        (if (i32.or
-              (i32.or (i32.or (i32.eq (local.get $e) (i32.const 0x22)) (i32.eq (local.get $e) (i32.const 0x5c)))
-                      (i32.or (i32.eq (local.get $e) (i32.const 0x2f)) (i32.eq (local.get $e) (i32.const 0x62))))
-              (i32.or (i32.or (i32.eq (local.get $e) (i32.const 0x66)) (i32.eq (local.get $e) (i32.const 0x6e)))
-                      (i32.or (i32.eq (local.get $e) (i32.const 0x72)) (i32.eq (local.get $e) (i32.const 0x74)))))
-          (then (local.set $p (i32.add (local.get $p) (i32.const 2))) (br $l)))
-        (global.set $errpos (i32.add (local.get $p) (i32.const 1)))
-        (return (i32.const -1))))
-      ;; a control character, or the padding past the end
-      (global.set $errpos (local.get $p))
-      (return (i32.const -1)))
-    (i32.const -1))
 
   (func $digits (param $p i32) (result i32)
     (block $d (loop $l
@@ -240,21 +256,9 @@ const SCAN_WAT = String.raw`
     (if (i32.ge_s (local.get $order) (i32.const 300)) (then (global.set $huge (i32.const 1))))
     (local.get $p))
 
-  ;; after an object's opening brace or a comma in it (and whitespace): a key, its colon and the whitespace before
-  ;; its value; -1 on error
-  (func $key (param $p i32) (result i32)
-    (if (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x22)) (then (global.set $errpos (local.get $p)) (return (i32.const -1))))
-    (local.set $p (call $str (local.get $p)))
-    (if (i32.lt_s (local.get $p) (i32.const 0)) (then (return (i32.const -1))))
-    (if (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x3a)) (then
-      (local.set $p (call $ws (local.get $p)))
-      (if (i32.ne (i32.load8_u (local.get $p)) (i32.const 0x3a)) (then (global.set $errpos (local.get $p)) (return (i32.const -1))))))
-    (local.set $p (i32.add (local.get $p) (i32.const 1)))
-    (if (i32.le_u (i32.load8_u (local.get $p)) (i32.const 0x20)) (then (local.set $p (call $ws (local.get $p)))))
-    (local.get $p))
-
   (func (export "value") (param $start i32) (param $endsBase i32) (param $stackBase i32) (param $stackDepth i32) (result i32)
     (local $p i32) (local $c i32) (local $q i32) (local $depth i32) (local $d i32) (local $open i32)
+    (local $sq i32) (local $v v128) (local $m i32) (local $esc i32) (local $e i32)
     (global.set $ends (local.get $endsBase))
     (local.set $p (local.get $start))
     (block $fail
@@ -264,8 +268,7 @@ const SCAN_WAT = String.raw`
           (local.set $c (i32.load8_u (local.get $p)))
           (block $after
             (if (i32.eq (local.get $c) (i32.const 0x22)) (then
-              (local.set $p (call $str (local.get $p)))
-              (br_if $fail (i32.lt_s (local.get $p) (i32.const 0)))
+              ${scanString('v')}
               (br $after)))
             ;; { or [
             (if (i32.eq (i32.or (local.get $c) (i32.const 0x20)) (i32.const 0x7b)) (then
@@ -280,8 +283,7 @@ const SCAN_WAT = String.raw`
               (i32.store (i32.add (local.get $stackBase) (i32.shl (local.get $depth) (i32.const 2))) (local.get $q))
               (local.set $depth (i32.add (local.get $depth) (i32.const 1)))
               (if (i32.eq (local.get $c) (i32.const 0x7b)) (then
-                (local.set $p (call $key (local.get $p)))
-                (br_if $fail (i32.lt_s (local.get $p) (i32.const 0)))))
+                ${scanKey('o')}))
               (br $value)))
             (if (i32.or (i32.eq (local.get $c) (i32.const 0x2d)) (call $digit (local.get $c))) (then
               (local.set $p (call $num (local.get $p)))
@@ -315,8 +317,7 @@ const SCAN_WAT = String.raw`
               (local.set $p (i32.add (local.get $p) (i32.const 1)))
               (if (i32.le_u (i32.load8_u (local.get $p)) (i32.const 0x20)) (then (local.set $p (call $ws (local.get $p)))))
               (if (i32.eq (local.get $open) (i32.const 0x7b)) (then
-                (local.set $p (call $key (local.get $p)))
-                (br_if $fail (i32.lt_s (local.get $p) (i32.const 0)))))
+                ${scanKey('c')}))
               (br $value)))
             (if (i32.eq (local.get $d) (i32.add (local.get $open) (i32.const 2))) (then
               (local.set $p (i32.add (local.get $p) (i32.const 1)))

@@ -19,6 +19,7 @@ import { SERVER_CIPHER_OPTIONS } from '../../../src/pki/ciphers.js';
 import { collectGarbage } from '../../../src/api/gc.js';
 import { touchAheadStats, type TouchAheadStats } from '../../../src/api/touchahead.js';
 import { RECOMMENDED_SEMI_SPACE_MB } from '../../../src/cache/younggen.js';
+import { intakePaths } from '../../../src/cache/intake.js';
 import { idleShare, machineCpuTicks, mainThreadMinorFaults, mainThreadSched, round, startHeapSampling, stealShare } from '../lib.js';
 
 export interface ScaleOptions {
@@ -44,7 +45,7 @@ export interface ScaleFleet {
   /** CPU the gateway's process used from its start to ready (every thread: main, GC helpers, TLS). */
   coldSyncCpuMs: number;
   /** Over the same span: the gateway's minor page faults, and its main thread's time on a CPU and waiting for one. */
-  coldSync: { minorFaults: number; mainThreadMinorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number; machineIdleShare: number; touchAhead: TouchAheadStats };
+  coldSync: { minorFaults: number; mainThreadMinorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number; machineIdleShare: number; touchAhead: TouchAheadStats; intakePages: { bytes: number; objects: number; scanned: number } };
   /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
   indexBuiltMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
@@ -516,6 +517,8 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
     // Slabs made resident by the touch-ahead thread and handed over (src/api/touchahead.ts), and the times one was
     // needed before it was ready.
     touchAhead: touchAheadStats(),
+    // List pages by the path they took (src/cache/intake.ts): scanned is those the WebAssembly scan checked.
+    intakePages: { ...intakePaths },
     mainThreadRunMs: (sched.runNs - sched0.runNs) / 1e6,
     mainThreadWaitMs: (sched.waitNs - sched0.waitNs) / 1e6,
     hostStealShare: stealShare(machine0, machine1),

@@ -15,26 +15,28 @@
 
 import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapStatistics, setFlagsFromString } from 'node:v8';
+import { nodeFlag, type FlagSource } from './nodeflags.js';
 
 const FLAG = '--heap-growing-percent';
 /** Up to here the factor costs at most percent of this much memory (128 MiB at 50%). */
 export const SMALL_HEAP_BYTES = 256 * 2 ** 20;
 
 export interface HeapGrowth {
-  /** The percent, 'command line' (node was given the flag, which is more specific) or 'v8' (0: V8's own choice). */
-  setting: number | 'command line' | 'v8';
+  /**
+   * The percent; where node was given the flag instead ('command line' or 'NODE_OPTIONS': more specific, and left
+   * alone); or 'v8' (0: V8's own choice).
+   */
+  setting: number | FlagSource | 'v8';
   /** The percent in effect now: 0 while the heap is large. */
   current(): number;
   stop(): void;
 }
 
-function flagOnCommandLine(execArgv: readonly string[]): boolean {
-  return execArgv.some((a) => /^--heap[-_]growing[-_]percent(=|$)/.test(a));
-}
-
 /** Applies percent to this process's heap while it is small (see above), from now until stop(). */
-export function startHeapGrowth(percent: number, o: { execArgv?: readonly string[]; heapUsed?: () => number } = {}): HeapGrowth {
-  if (flagOnCommandLine(o.execArgv ?? process.execArgv)) return { setting: 'command line', current: () => 0, stop() {} };
+export function startHeapGrowth(percent: number, o: { execArgv?: readonly string[]; nodeOptions?: string; heapUsed?: () => number } = {}): HeapGrowth {
+  // Setting the flag at run time would replace what node was given.
+  const given = nodeFlag('heap-growing-percent', o.execArgv ?? process.execArgv, 'nodeOptions' in o ? o.nodeOptions : process.env.NODE_OPTIONS);
+  if (given) return { setting: given.source, current: () => 0, stop() {} };
   if (percent <= 0) return { setting: 'v8', current: () => 0, stop() {} };
   const heapUsed = o.heapUsed ?? (() => getHeapStatistics().used_heap_size);
   let current = -1;

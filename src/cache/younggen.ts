@@ -9,6 +9,8 @@
 // changed from here: node must be given --max-semi-space-size (the image and the chart do). This only reports which
 // size the process has, so that the log says so.
 
+import { nodeFlag, type FlagSource } from './nodeflags.js';
+
 /** What the image and the chart give node: MiB per semi-space (the young generation holds two). */
 export const RECOMMENDED_SEMI_SPACE_MB = 64;
 
@@ -16,31 +18,14 @@ export interface YoungGeneration {
   /** MiB per semi-space node was given; undefined when V8 sizes it itself (16 MiB at most on 64-bit node 20). */
   semiSpaceMB: number | undefined;
   /** Where the size came from ('v8': node was not given one). */
-  source: 'command line' | 'NODE_OPTIONS' | 'v8';
+  source: FlagSource | 'v8';
 }
 
-const FLAG = /^--max[-_]semi[-_]space[-_]size(?:=(.*))?$/;
-
-/** The last --max-semi-space-size in args (V8 takes the last one; 0 is its own choice); a value may be the next argument. */
-function lastSetting(args: readonly string[]): number | undefined {
-  let found: number | undefined;
-  for (let i = 0; i < args.length; i++) {
-    const m = FLAG.exec(args[i]!);
-    if (!m) continue;
-    const v = Number(m[1] ?? args[i + 1]);
-    if (Number.isInteger(v) && v >= 0) found = v;
-  }
-  return found;
-}
-
-/**
- * The young generation this process was started with. The command line wins over NODE_OPTIONS, as in node, whose
- * own options come from NODE_OPTIONS first and then from the command line.
- */
+/** The young generation this process was started with (the command line wins over NODE_OPTIONS, as in node). */
 export function youngGeneration(execArgv: readonly string[] = process.execArgv, nodeOptions: string | undefined = process.env.NODE_OPTIONS): YoungGeneration {
-  const fromArgs = lastSetting(execArgv);
-  if (fromArgs !== undefined) return { semiSpaceMB: fromArgs || undefined, source: 'command line' };
-  const fromEnv = lastSetting((nodeOptions ?? '').split(/\s+/).filter(Boolean));
-  if (fromEnv !== undefined) return { semiSpaceMB: fromEnv || undefined, source: 'NODE_OPTIONS' };
-  return { semiSpaceMB: undefined, source: 'v8' };
+  const flag = nodeFlag('max-semi-space-size', execArgv, nodeOptions);
+  const mb = Number(flag?.value);
+  // 0 is V8's own choice; a value that is not a size is not taken (node refuses to start with one).
+  if (!flag || !Number.isInteger(mb) || mb < 0) return { semiSpaceMB: undefined, source: 'v8' };
+  return { semiSpaceMB: mb || undefined, source: flag.source };
 }

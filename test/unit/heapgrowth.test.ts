@@ -59,7 +59,7 @@ describe('startHeapGrowth', () => {
 
   it('gives a large heap V8 its own choice back, after the next full collection', () => {
     let used = 10 * 2 ** 20;
-    const g = startHeapGrowth(50, { execArgv: [], heapUsed: () => used });
+    const g = startHeapGrowth(50, { execArgv: [], nodeOptions: undefined, heapUsed: () => used });
     try {
       expect(g.current()).toBe(50);
       used = SMALL_HEAP_BYTES + 1;
@@ -80,10 +80,15 @@ describe('startHeapGrowth', () => {
     }
   }, 30_000);
 
-  it('leaves a --heap-growing-percent given to node alone, and 0 to V8', () => {
-    expect(startHeapGrowth(50, { execArgv: ['--heap-growing-percent=20'] }).setting).toBe('command line');
-    expect(startHeapGrowth(50, { execArgv: ['--heap_growing_percent=20'] }).setting).toBe('command line');
-    expect(startHeapGrowth(0, { execArgv: [] }).setting).toBe('v8');
+  it('leaves a --heap-growing-percent given to node alone, on its command line or in NODE_OPTIONS, and 0 to V8', () => {
+    expect(startHeapGrowth(50, { execArgv: ['--heap-growing-percent=20'], nodeOptions: undefined }).setting).toBe('command line');
+    expect(startHeapGrowth(50, { execArgv: ['--heap_growing_percent=20'], nodeOptions: undefined }).setting).toBe('command line');
+    expect(startHeapGrowth(50, { execArgv: ['--heap-growing-percent', '20'], nodeOptions: '--heap-growing-percent=30' }).setting).toBe('command line');
+    expect(startHeapGrowth(50, { execArgv: ['--expose-gc'], nodeOptions: '--max-old-space-size=2048 --heap-growing-percent=30' }).setting).toBe('NODE_OPTIONS');
+    const other = startHeapGrowth(50, { execArgv: [], nodeOptions: '--heap-growing-percent-extra=30' });
+    other.stop();
+    expect(other.setting).toBe(50);
+    expect(startHeapGrowth(0, { execArgv: [], nodeOptions: undefined }).setting).toBe('v8');
     const fromNode = growthAfter(100, ['--heap-growing-percent=20']);
     expect(fromNode.setting).toBe('command line');
     expect(fromNode.ratio).toBeLessThan(1.45);

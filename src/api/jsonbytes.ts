@@ -52,24 +52,29 @@ export function isSpace(c: number): boolean {
 /** Set by skipString: whether the string held an escape. */
 let escaped = false;
 
-// The bytes being read when they were checked whole beforehand (src/api/jsonscan.ts): a string or container at i
-// then ends at indexEnds[i] & 0x7fffffff (a string with an escape has the top bit set), read instead of scanned.
+// The bytes being read when their values were checked beforehand (src/api/jsonscan.ts): a string or container at i
+// then ends at (indexEnds[i - indexBase] & 0x7fffffff) + indexBase (a string with an escape has the top bit set),
+// read instead of scanned.
 let indexed: Uint8Array | undefined;
 const NO_ENDS = new Int32Array(0);
 let indexEnds: Int32Array = NO_ENDS;
+let indexBase = 0;
 
 /**
- * Until dropIndex, strings and containers of b are skipped by ends (a JSONIndex's, for exactly these bytes) instead
- * of being checked byte by byte: b must have been checked whole, and be read only at the starts of its values.
+ * Until dropIndex, strings and containers of b are skipped by a JSONMirror's ends (of these very bytes, whose copy
+ * starts at b's byte base) instead of being checked byte by byte: b must be read only within values the mirror has
+ * checked, and only at the starts of their values.
  */
-export function useIndex(b: Uint8Array, ends: Int32Array): void {
+export function useIndex(b: Uint8Array, ends: Int32Array, base = 0): void {
   indexed = b;
   indexEnds = ends;
+  indexBase = base;
 }
 
 export function dropIndex(): void {
   indexed = undefined;
   indexEnds = NO_ENDS;
+  indexBase = 0;
 }
 
 function isHex(c: number): boolean {
@@ -85,9 +90,9 @@ STRING_STOP[BACKSLASH] = 1;
 /** b[i] is a quote: the index after the string's closing quote. */
 function skipString(b: Uint8Array, i: number): number {
   if (b === indexed) {
-    const e = indexEnds[i];
+    const e = indexEnds[i - indexBase];
     escaped = e < 0;
-    return e & 0x7fffffff;
+    return (e & 0x7fffffff) + indexBase;
   }
   const n = b.length;
   escaped = false;
@@ -175,7 +180,7 @@ let openStack = new Uint8Array(64);
 export function skipValue(b: Uint8Array, i: number): number {
   if (b === indexed) {
     const c = b[i];
-    if (c === QUOTE || c === OPEN_OBJECT || c === OPEN_ARRAY) return indexEnds[i] & 0x7fffffff;
+    if (c === QUOTE || c === OPEN_OBJECT || c === OPEN_ARRAY) return (indexEnds[i - indexBase] & 0x7fffffff) + indexBase;
   }
   let depth = 0;
   for (;;) {

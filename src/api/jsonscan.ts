@@ -12,17 +12,23 @@
 import { createRequire } from 'node:module';
 
 /**
- * Bytes copied into the module's memory, whose values are checked one at a time (value), each while its reader is
- * about to walk it: the index of a whole page, read afterwards, cost a cache miss per lookup. Valid until the next
- * mirrorJSON.
+ * Bytes b[base, to) copied into the module's memory, whose values are checked one at a time (value), each while its
+ * reader is about to walk it: the index of a whole page, read afterwards, cost a cache miss per lookup. Valid until
+ * the next mirrorJSON.
  */
 export interface JSONMirror {
+  /** Where the copy starts in b: b's byte i is the copy's byte i - base. */
+  base: number;
   /**
-   * For a string or container starting at byte i of a value checked: ends[i] & 0x7fffffff is the index after it,
-   * and for a string ends[i] < 0 when it holds an escape. Other entries are stale.
+   * For a string or container starting at b's byte i, in a value checked: ends[i - base] & 0x7fffffff is the index
+   * after it in the copy (+ base in b), and for a string ends[i - base] < 0 when it holds an escape. Other entries are
+   * stale.
    */
   ends: Int32Array;
-  /** Checks the JSON value that starts exactly at i: the index after it; -1: not JSON; -2: nested too deep for the scan. */
+  /**
+   * Checks the JSON value that starts exactly at b's byte i: the index after it in b; -1: not JSON (or it runs past
+   * the copy's end); -2: nested too deep for the scan.
+   */
   value(i: number): number;
   /** Whitespace between tokens was met in a value checked since the mirror was made. */
   spaced(): boolean;
@@ -87,33 +93,43 @@ export function setJSONScan(on: boolean): void {
 
 let endsBase = 0;
 let stackBase = 0;
+let bytes = new Uint8Array(0);
 const mirror: JSONMirror = {
+  base: 0,
   ends: new Int32Array(0),
-  value: (i) => scanner!.value(i, endsBase, stackBase, STACK_DEPTH),
+  value(i) {
+    const end = scanner!.value(i - this.base, endsBase, stackBase, STACK_DEPTH);
+    return end >= 0 ? end + this.base : end;
+  },
   spaced: () => scanner!.spaced.value !== 0,
   huge: () => scanner!.huge.value !== 0,
 };
 
-/** b in the module's memory (see JSONMirror); undefined when the module is not ready or does not take b. */
-export function mirrorJSON(b: Uint8Array): JSONMirror | undefined {
+/**
+ * b[from, to) in the module's memory (see JSONMirror); undefined when the module is not ready or does not take the
+ * bytes. Nothing past to is read: a value running past it is not JSON here.
+ */
+export function mirrorJSON(b: Uint8Array, from = 0, to = b.length): JSONMirror | undefined {
   if (!enabled) return undefined;
   const s = scanner;
   if (s === undefined) {
     void loadJSONScan();
     return undefined;
   }
-  const length = b.length;
+  const length = to - from;
   if (length > MAX_SCANNED_BYTES) return undefined;
   endsBase = (length + PADDING + 3) & ~3;
   stackBase = endsBase + 4 * (length + PADDING);
   const need = stackBase + 4 * STACK_DEPTH;
   const have = s.memory.buffer.byteLength;
   if (have < need) s.memory.grow(Math.ceil((need - have) / 65536));
-  const mem = new Uint8Array(s.memory.buffer);
-  mem.set(b, 0);
-  mem.fill(0, length, length + PADDING);
+  // Views of the memory are made again only when it has grown (growing detaches the old ones).
+  if (bytes.buffer !== s.memory.buffer) bytes = new Uint8Array(s.memory.buffer);
+  bytes.set(b.subarray(from, to), 0);
+  bytes.fill(0, length, length + PADDING);
   s.spaced.value = 0;
   s.huge.value = 0;
+  mirror.base = from;
   if (mirror.ends.buffer !== s.memory.buffer || mirror.ends.byteOffset !== endsBase || mirror.ends.length !== length + PADDING) mirror.ends = new Int32Array(s.memory.buffer, endsBase, length + PADDING);
   return mirror;
 }

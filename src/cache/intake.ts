@@ -364,7 +364,7 @@ function clusterMemberOf(t: IntakeTransform): Buffer {
 }
 
 /** Watch events taken by each path (tests and benchmarks, as intakePaths). */
-export const watchPaths = { bytes: 0, objects: 0 };
+export const watchPaths = { bytes: 0, objects: 0, scanned: 0 };
 
 /**
  * One pod's bytes b[start, end) (a watch event's object; whitespace around it is fine) made into a page of one: the
@@ -381,10 +381,13 @@ export function encodePodBytes(b: Buffer, start: number, end: number, t: IntakeT
       if (b[p] === OPEN_OBJECT) {
         const clusterMember = clusterMemberOf(t);
         page = { listRV: '', continue: '', count: 0, stride: 4, bytes: pageBuffer(end - start + 2 * clusterMember.length + 64), offsets: new Uint32Array(4), namespaces: [], names: [], memberRVs: [], labels: [], fields: [], v1Fields: [] };
-        const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember };
-        const podEnd = addPod(b, p, pp);
-        if (!spaced && !hugeNumbers && page.count === 1 && skipSpace(b, podEnd) === end) {
+        // The event's object alone is copied for the scan (the line sits in a larger read buffer).
+        const mirror = mirrorJSON(b, start, end);
+        const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember, mirror };
+        const podEnd = mirror ? addCheckedPod(b, p, mirror, pp) : addPod(b, p, pp);
+        if (!spaced && !hugeNumbers && !(mirror && (mirror.spaced() || mirror.huge())) && page.count === 1 && skipSpace(b, podEnd) === end) {
           watchPaths.bytes++;
+          if (mirror) watchPaths.scanned++;
           return page;
         }
       }
@@ -492,7 +495,7 @@ function addCheckedPod(b: Buffer, p: number, mirror: JSONMirror, pp: PodPage): n
   // Not JSON: the object path's parse says why. Too deep for the scan: the byte scanner reads it all.
   if (end === -1) throw OBJECT_PATH;
   if (end === -2) return addPod(b, p, pp);
-  useIndex(b, mirror.ends);
+  useIndex(b, mirror.ends, mirror.base);
   try {
     return addPod(b, p, pp);
   } finally {

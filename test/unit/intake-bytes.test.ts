@@ -3,8 +3,8 @@
 // compared by value (canon below): the new path may keep the member's key order, whitespace and number spelling,
 // which a client decoding the JSON cannot tell apart.
 
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJSONScan, setJSONScan } from '../../src/api/jsonscan.js';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { withBothScans } from '../support/scanmodes.js';
 import { isJSON, skipValue } from '../../src/api/jsonbytes.js';
 import { CLUSTER_LABEL, encodeList, encodeListBytes, intakePaths, releasePage, servedJSON, type EncodedPage, type IntakeTransform } from '../../src/cache/intake.js';
 import { AWKWARD_PAGES, MANAGED_FIELDS, R, canon, listText, pagesOf, podList, podText, randomEvent, randomPod, randomString, realPod, spell, type Spelling } from '../support/podcases.js';
@@ -134,7 +134,7 @@ function same(bytes: Buffer, t: IntakeTransform, o: SameOptions = {}) {
     const neu = outcome(() => encodeListBytes(input, t, o.sizeHint ?? 0, o.unchanged));
     viaBytes += intakePaths.bytes - before;
     // Every pod page the byte path takes went through the scan when it is on, and none when it is off.
-    if (t.resource === 'pods' && intakePaths.bytes > before) expect(intakePaths.scanned - scannedBefore, what()).toBe(scanning ? 1 : 0);
+    if (t.resource === 'pods' && intakePaths.bytes > before) expect(intakePaths.scanned - scannedBefore, what()).toBe(scanning() ? 1 : 0);
     if (!old.ok) {
       if (neu.ok) throw new Error(`${what()}: the old path throws (${String(old.error)}), the new path gives a page of ${neu.page.count}`);
       continue;
@@ -169,16 +169,12 @@ function samePods(text: string | Buffer, o: { throws?: boolean; either?: boolean
 
 // ---- pages ----
 
-// Every case runs twice: with the WebAssembly scan checking each pod before it is read (src/api/jsonscan.ts), and
-// with the byte scanner alone, as before the scan is loaded or for a page it does not take.
-let scanning = false;
-for (const scan of [true, false]) describe(scan ? 'with the WebAssembly scan' : 'with the byte scanner alone', () => {
-beforeAll(async () => {
-  if (scan) expect(await loadJSONScan()).toBeDefined();
-  setJSONScan(scan);
-  scanning = scan;
+// Every case runs with the WebAssembly scan and with the byte scanner alone (test/support/scanmodes.ts).
+let scanning = () => false;
+withBothScans((mode) => {
+beforeAll(() => {
+  scanning = mode;
 });
-afterAll(() => setJSONScan(true));
 
 describe('encodeListBytes on realistic pods', () => {
   it('equals encodeList for generated pods, with and without managedFields', () => {

@@ -120,6 +120,23 @@ describe('the WebAssembly JSON scan against the byte scanner', () => {
     expect(mirror.spaced()).toBe(true);
   });
 
+  it('mirrors a part of a buffer: positions stay the buffer\'s, and nothing past the part is read', () => {
+    const b = Buffer.from('xx{"a":"b\\n","c":[1]}{"d":1}yy');
+    const mirror = mirrorJSON(b, 2, 21)!;
+    expect(mirror.base).toBe(2);
+    expect(mirror.value(2)).toBe(21);
+    // ends are the part's: entry i - base, value + base is b's index.
+    expect((mirror.ends[7 - 2]! & 0x7fffffff) + 2).toBe(12);
+    expect(mirror.ends[7 - 2]).toBeLessThan(0);
+    expect((mirror.ends[17 - 2]! & 0x7fffffff) + 2).toBe(20);
+    // The next object is in b but past the part: it runs off the copy's end.
+    const whole = mirrorJSON(b, 2, 28)!;
+    expect(whole.value(21)).toBe(28);
+    const cut = mirrorJSON(b, 2, 27)!;
+    expect(cut.value(2)).toBe(21);
+    expect(cut.value(21)).toBe(-1);
+  });
+
   it('leaves nesting deeper than its stack to the byte scanner, and takes what fits', () => {
     // 4,096 open at once, and the innermost empty one, which is never pushed.
     for (const [depth, want] of [[4097, 'all'], [4098, -2], [100_000, -2]] as const) {

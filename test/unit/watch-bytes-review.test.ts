@@ -5,6 +5,7 @@
 
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { withBothScans } from '../support/scanmodes.js';
 import type { KubeObject } from '../../src/api/meta.js';
 import { watchEventOf, watchPaths } from '../../src/cache/intake.js';
 import { CLUSTER_LABEL, MergedCache } from '../../src/cache/merged.js';
@@ -68,6 +69,9 @@ const pod = (name: string, rv: string | undefined, extra: Record<string, unknown
 };
 const frame = (type: string, obj: unknown) => JSON.stringify({ type, object: obj });
 
+// The byte path's cases run with the WebAssembly scan and with the byte scanner alone (test/support/scanmodes.ts);
+// splitLines, which only cuts lines, once.
+withBothScans(() => {
 describe('frames: what the byte path takes, the parse would take the same way', () => {
   it('odd frames go to the parse, which decides as before', () => {
     const p = JSON.stringify(pod('a', '10'));
@@ -241,6 +245,8 @@ describe('memory: the store keeps no view of the stream', () => {
   });
 });
 
+});
+
 describe('splitLines at awkward cuts', () => {
   const B = (s: string) => Buffer.from(s, 'latin1');
 
@@ -301,4 +307,3 @@ async function run(steps: Step[]) {
   );
   return { m, r, watches: () => requests.filter((q) => q.get('watch') === '1') };
 }
-

@@ -6,6 +6,7 @@
 
 import { pino } from 'pino';
 import { afterEach, describe, expect, it } from 'vitest';
+import { withBothScans } from '../support/scanmodes.js';
 import type { KubeObject } from '../../src/api/meta.js';
 import { watchEventOf, watchPaths } from '../../src/cache/intake.js';
 import { CLUSTER_LABEL, MergedCache } from '../../src/cache/merged.js';
@@ -97,6 +98,9 @@ function lifeOf(pod: KubeObject): Buffer[] {
   return [line('ADDED', pod), line('MODIFIED', changed), line('MODIFIED', changed), line('DELETED', changed), line('DELETED', changed)];
 }
 
+// The byte path's cases run with the WebAssembly scan and with the byte scanner alone (test/support/scanmodes.ts);
+// splitLines, which only cuts lines, once.
+withBothScans((scanning) => {
 describe('pod watch events as bytes, against the object path', () => {
   it('store the same bytes for realistic pods, and take the byte path for every one', () => {
     const pods: KubeObject[] = [];
@@ -113,9 +117,12 @@ describe('pod watch events as bytes, against the object path', () => {
     for (const drop of [true, false]) {
       const lines = pods.flatMap(lifeOf);
       const before = watchPaths.bytes;
+      const scannedBefore = watchPaths.scanned;
       const vias = sameAfterEach(lines, { exact: true, what: `realistic (dropManagedFields ${drop})`, dropManagedFields: drop });
       expect(vias.every((v) => v === 'bytes')).toBe(true);
       expect(watchPaths.bytes - before).toBe(lines.length);
+      // Each event's pod (deletions' too: read for their key and version) checked by the scan when it is on.
+      expect(watchPaths.scanned - scannedBefore).toBe(scanning() ? lines.length : 0);
     }
     // And what is stored is what it should be: the cluster label, the gateway's version, no managedFields.
     const m = member();
@@ -228,6 +235,8 @@ describe('pod watch events as bytes, against the object path', () => {
   });
 });
 
+});
+
 describe('splitLines', () => {
   const events = [
     line('ADDED', { metadata: { name: 'pöd-日本-😀', namespace: 'ns', resourceVersion: '11', labels: { a: 'ü' } } }),
@@ -307,6 +316,7 @@ const joinLines = (lines: Buffer[]) => Buffer.concat(lines.flatMap((l) => [l, Bu
 
 const vpod = (name: string, rv: string): KubeObject => ({ kind: 'Pod', apiVersion: 'v1', metadata: { name, namespace: 'ns', resourceVersion: rv, labels: { v: rv } }, spec: { nodeName: 'n' } });
 
+withBothScans(() => {
 describe('the reflector reading pod watch events as bytes', () => {
   const cleanup: Array<() => Promise<unknown>> = [];
   afterEach(async () => {
@@ -388,4 +398,5 @@ describe('the reflector reading pod watch events as bytes', () => {
     const held = [...m.cache.pods.values()].map((o) => `${o.name}@${JSON.parse(o.json.toString()).metadata.labels.v}`).sort();
     expect(held).toEqual(['a@11', 'b@6']);
   });
+});
 });

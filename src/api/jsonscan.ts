@@ -1,13 +1,14 @@
-// A member's list page checked as JSON in one WebAssembly pass, which also records where each string and container
-// ends. The intake (src/cache/intake.ts) then walks only the members it reads (metadata, spec and status fields) and
-// steps over everything else in one lookup, where the byte scanner (jsonbytes.ts) would check every byte of it in
-// JavaScript: over a page of 500 generated pods the check runs at ~1.3 GB/s against ~0.6 GB/s, copy into the
-// module's memory included (test/bench/scenarios/05-cold-sync.ts notes).
+// A member's pods checked as JSON by a WebAssembly pass, which also records where each string and container ends.
+// The intake (src/cache/intake.ts: list pages, and each watch event's pod) then walks only the members it reads
+// (metadata, spec and status fields) and steps over everything else in one lookup, where the byte scanner
+// (jsonbytes.ts) would check every byte of it in JavaScript: over a page of 500 generated pods the check runs at ~2
+// GB/s against ~0.5-0.7 GB/s, copy into the module's memory included (test/bench/scenarios/05-cold-sync.ts notes).
 //
 // The grammar is the one jsonbytes.ts checks (what JSON.parse accepts; UTF-8 is the caller's, buffer.isUtf8), and it
 // reports the same two things the intake must know of a page: whitespace between tokens and numbers beyond a double.
-// The module is compiled from its text below (wabt) the first time a page asks for it; until then, and for pages it
-// does not take (too large, nested too deep), the byte scanner does the whole job, so nothing depends on it.
+// The module is compiled from its text below (wabt) once, when the gateway starts or the first page asks; until
+// then, and for bytes it does not take (over 16 MiB, nested too deep), the byte scanner does the whole job, so
+// nothing depends on it.
 
 import { createRequire } from 'node:module';
 

@@ -215,13 +215,16 @@ export function encodeList(text: string, t: IntakeTransform, sizeHint = 0, uncha
   return page;
 }
 
-/** Pages taken by each path (tests and benchmarks: the byte path must be the one real pages take). */
-/** scanned: pages of the byte path whose pods the WebAssembly scan checked (src/api/jsonscan.ts). */
+/**
+ * Pages taken by each path (tests and benchmarks: the byte path must be the one real pages take); scanned: those of
+ * the byte path whose pods the WebAssembly scan checked (src/api/jsonscan.ts).
+ */
 export const intakePaths = { bytes: 0, objects: 0, scanned: 0 };
 
 /**
  * A list answer's bytes made into its page: the same page as encodeList on their text. Pods are read without
- * parsing them (src/api/jsonbytes.ts): each pod's bytes are copied with the transform's edits spliced in, and only
+ * parsing them (src/api/jsonbytes.ts; each checked first by the WebAssembly scan once it is loaded,
+ * src/api/jsonscan.ts): each pod's bytes are copied with the transform's edits spliced in, and only
  * its labels, name, namespace, resourceVersion and selectable fields are read as values. What that path does not
  * take as it is (events, whitespace between tokens, escaped or repeated keys the transform reads, odd values, bytes
  * that are not UTF-8, invalid JSON) goes through JSON.parse instead, which also gives invalid JSON its error.
@@ -363,7 +366,7 @@ function clusterMemberOf(t: IntakeTransform): Buffer {
   return member;
 }
 
-/** Watch events taken by each path (tests and benchmarks, as intakePaths). */
+/** Watch events taken by each path (tests and benchmarks, as intakePaths; scanned: checked by the scan). */
 export const watchPaths = { bytes: 0, objects: 0, scanned: 0 };
 
 /**

@@ -202,9 +202,10 @@ function startMembers(config: Config, controlPlane: Upstream, log: Logger, metri
       ? 'cache: V8 young generation'
       : `cache: V8 young generation smaller than the ${RECOMMENDED_SEMI_SPACE_MB} MiB semi-spaces the image and chart give node; under churn a large cache then promotes more and V8 marks its heap more often (node --max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB}, see docs/operations.md)`,
   );
-  // Loaded before the first lists: until it is, pages are checked by the byte scanner alone (slower, same result).
+  // Loaded before the first lists: until it is, members' pods are checked by the byte scanner alone (slower, same
+  // result).
   void loadJSONScan().then((scan) =>
-    scan ? log.info('cache: WebAssembly JSON scan loaded') : log.warn({ err: jsonScanError }, 'cache: WebAssembly JSON scan not available; member list pages are checked by the byte scanner alone, and taking them in costs ~1.6 times the CPU per pod'),
+    scan ? log.info('cache: WebAssembly JSON scan loaded') : log.warn({ err: jsonScanError }, "cache: WebAssembly JSON scan not available; members' pods (list pages and watch events) are checked by the byte scanner alone, and taking them in costs ~1.6-1.9 times the CPU per pod"),
   );
   const touchAhead = startTouchAhead({ maxBytes: c.touchAheadBytes, onError: (err) => log.error({ err: err.message }, 'cache: touch-ahead thread failed; slabs are faulted in on the event loop from now on') });
   const sources: MemberRegistry[] = [staticRegistry(staticMembers(c.members))];

@@ -9,6 +9,7 @@ import { isJSON, skipValue } from '../../src/api/jsonbytes.js';
 import { CLUSTER_LABEL, encodeList, encodeListBytes, intakePaths, releasePage, servedJSON, type EncodedPage, type IntakeTransform } from '../../src/cache/intake.js';
 import { AWKWARD_PAGES, MANAGED_FIELDS, R, canon, listText, pagesOf, podList, podText, randomEvent, randomPod, randomString, realPod, spell, type Spelling } from '../support/podcases.js';
 import { prng } from '../support/prng.js';
+import { mutated } from '../support/mutate.js';
 
 type Unchanged = (namespace: string, name: string, memberRV: string) => boolean;
 
@@ -580,16 +581,7 @@ describe('isJSON and skipValue against JSON.parse (fuzz)', () => {
     let tested = 0;
     let skipped = 0;
     for (let n = 0; tested < 25_000; n++) {
-      let b = docs[Math.floor(rnd() * docs.length)]!;
-      const mutations = 1 + Math.floor(rnd() * 3);
-      for (let m = 0; m < mutations; m++) {
-        const at = Math.floor(rnd() * (b.length + 1));
-        const op = rnd();
-        const unit = rnd() < 0.02 ? Buffer.from([units1[Math.floor(rnd() * units1.length)]!]) : units[Math.floor(rnd() * units.length)]!;
-        if (op < 0.4) b = Buffer.concat([b.subarray(0, at), unit, b.subarray(at)]);
-        else if (op < 0.7) b = Buffer.concat([b.subarray(0, at), b.subarray(at + 1)]);
-        else b = Buffer.concat([b.subarray(0, at), unit, b.subarray(at + 1)]);
-      }
+      const b = mutated(rnd, docs[Math.floor(rnd() * docs.length)]!, () => (rnd() < 0.02 ? Buffer.from([units1[Math.floor(rnd() * units1.length)]!]) : units[Math.floor(rnd() * units.length)]!));
       const want = parses(b);
       if (want === undefined) {
         skipped++;

@@ -8,6 +8,7 @@ import { hugeNumbers, resetSpaced, skipValue, spaced } from '../../src/api/jsonb
 import { loadJSONScan, MAX_SCANNED_BYTES, mirrorJSON, setJSONScan, type JSONMirror } from '../../src/api/jsonscan.js';
 import { listText, podList, podText, realPod } from '../support/podcases.js';
 import { prng } from '../support/prng.js';
+import { mutated } from '../support/mutate.js';
 
 beforeAll(async () => {
   expect(await loadJSONScan()).toBeDefined();
@@ -82,16 +83,7 @@ describe('the WebAssembly JSON scan against the byte scanner', () => {
     ].map((d) => Buffer.from(d));
     const units = [...'{}[]":,\\/ \t\n\r0123456789.-+eEtrufalsnxuaAfFgG', '\u0000', '\u0001', '\u001f', '\u007f', '\f', '\u000b', 'é', '😀', '\u00a0', 'true', 'null', '\\u00', '1e', '"a":', '[]', '{}', '1e300'].map((u) => Buffer.from(u));
     for (let n = 0; n < 25_000; n++) {
-      let b = docs[Math.floor(rnd() * docs.length)]!;
-      const mutations = 1 + Math.floor(rnd() * 3);
-      for (let m = 0; m < mutations; m++) {
-        const at = Math.floor(rnd() * (b.length + 1));
-        const op = rnd();
-        const unit = units[Math.floor(rnd() * units.length)]!;
-        if (op < 0.4) b = Buffer.concat([b.subarray(0, at), unit, b.subarray(at)]);
-        else if (op < 0.7) b = Buffer.concat([b.subarray(0, at), b.subarray(at + 1)]);
-        else b = Buffer.concat([b.subarray(0, at), unit, b.subarray(at + 1)]);
-      }
+      const b = mutated(rnd, docs[Math.floor(rnd() * docs.length)]!, () => units[Math.floor(rnd() * units.length)]!);
       // A view into a larger buffer: the bytes after it must not be read.
       const view = Buffer.concat([b, Buffer.from('1]}"')]).subarray(0, b.length);
       agree(view, 0, () => `seed ${seed}, case ${n}: ${JSON.stringify(b.toString('latin1'))}`);

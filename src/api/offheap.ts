@@ -42,13 +42,14 @@ export function awaitCollection(buffer: ArrayBufferLike, bytes: number): void {
  * size bytes in a SharedArrayBuffer, or an ordinary buffer once more than the slack awaits collection: slack, or
  * an eighth of what is held (holdUncounted), whichever is more. One made resident ahead (touchahead.ts takeTouched)
  * may be of a size near size, from half to twice it, for any caller; a caller that can use less (smallest < size)
- * may also get one smaller than that, down to smallest.
+ * may also get one smaller than that, down to smallest. When none is ready, one of fresh bytes is made here (a caller
+ * that can use less may ask for less while the one on its way is not ready).
  */
-export function uncountedBuffer(size: number, slack: number, smallest = size): Buffer {
-  if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(size);
+export function uncountedBuffer(size: number, slack: number, smallest = size, fresh = size): Buffer {
+  if (awaiting > Math.max(slack, held * SLACK_SHARE)) return Buffer.allocUnsafeSlow(fresh);
   // Made resident ahead by another thread when it was asked for (touchahead.ts touchAhead): no page faults here. Its size
   // may be near size rather than size.
-  return Buffer.from(takeTouched(size, smallest) ?? new SharedArrayBuffer(size));
+  return Buffer.from(takeTouched(size, smallest) ?? new SharedArrayBuffer(fresh));
 }
 
 // A held buffer whose holder is dropped without releasing it (a store nobody uses any more) stops counting when

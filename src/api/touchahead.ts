@@ -156,6 +156,12 @@ export function takeTouched(size: number, smallest = size): SharedArrayBuffer | 
   return b;
 }
 
+/** Whether a buffer of size bytes was asked for ahead and is still being made (none of that size is ready). */
+export function touchPending(size: number): boolean {
+  const r = running;
+  return r !== undefined && (r.pending.get(size) ?? 0) > 0 && !r.ready.get(size)?.length;
+}
+
 export function touchAheadStats(): TouchAheadStats {
   const r = running;
   const readyBytes = r?.readyBytes ?? 0;

@@ -8,7 +8,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { uncountedBuffer } from '../../src/api/offheap.js';
 import { Arena } from '../../src/cache/arena.js';
 import { MergedCache } from '../../src/cache/merged.js';
-import { startTouchAhead, takeTouched, touchAhead, touchAheadStats, type TouchAhead } from '../../src/api/touchahead.js';
+import { startTouchAhead, takeTouched, touchAhead, touchAheadStats, touchPending, type TouchAhead } from '../../src/api/touchahead.js';
 
 const MiB = 2 ** 20;
 let handles: TouchAhead[] = [];
@@ -117,6 +117,41 @@ describe('touch-ahead', () => {
     for (let i = 0; i < 10; i++) arena.alloc(100 * 1024);
     expect(arena.stats().slabs).toBe(2);
     expect(touchAheadStats().taken).toBe(taken + 1);
+  });
+
+  it('makes a base-size slab, not a full one, while the one asked for ahead is still being made', async () => {
+    start(64 * MiB);
+    const base = 64 * 1024;
+    const arena = new Arena((_from, done) => done(), { slabBytes: base, maxSlabBytes: MiB });
+    // Grown without asking ahead until its slabs are of the largest size (an eighth of what it holds, up to 1 MiB).
+    while (arena.stats().slabBytes < 8 * MiB) arena.alloc(base / 8);
+    arena.asksAhead = true;
+    const fill = () => {
+      const { slabs, slabBytes } = arena.stats();
+      while (arena.stats().slabs === slabs) arena.alloc(base / 8);
+      return arena.stats().slabBytes - slabBytes;
+    };
+    // Nothing asked for yet: a full slab, made here; it asks for the two after it.
+    expect(fill()).toBe(MiB);
+    expect(touchPending(MiB)).toBe(true);
+    // Filled before the thread could answer (no turn of the event loop): a base-size slab serves meanwhile.
+    expect(fill()).toBe(base);
+    expect(fill()).toBe(base);
+    await until('the slabs asked for', () => (touchAheadStats().readyBytes >= 2 * MiB ? true : undefined));
+    expect(touchPending(MiB)).toBe(false);
+    const taken = touchAheadStats().taken;
+    expect(fill()).toBe(MiB);
+    expect(touchAheadStats().taken).toBe(taken + 1);
+  });
+
+  it('makes full slabs when nothing is on its way: without the thread, or not asking ahead', () => {
+    const base = 64 * 1024;
+    const arena = new Arena((_from, done) => done(), { slabBytes: base, maxSlabBytes: MiB });
+    arena.asksAhead = true;
+    while (arena.stats().slabBytes < 8 * MiB) arena.alloc(base / 8);
+    const { slabBytes } = arena.stats();
+    while (arena.stats().slabBytes === slabBytes) arena.alloc(base / 8);
+    expect(arena.stats().slabBytes - slabBytes).toBe(MiB);
   });
 
   it("is asked for by the pods' store while members' pod lists are under way, and not after", () => {

@@ -312,7 +312,7 @@ function memberMetrics(registry: Registry) {
     // thread allocated them.
     touchAhead: new CounterVec({
       name: 'fleetgate_cache_touch_ahead_slabs_total',
-      help: 'Slabs made resident ahead by the touch-ahead thread: taken when needed, or missed (needed before one was ready: the event loop faulted it in).',
+      help: 'Slabs made resident ahead by the touch-ahead thread: taken when needed, or missed (needed before one was ready: a base-size slab, faulted in on the event loop, stood in).',
       labelNames: ['outcome'],
       registers: [registry],
     }),

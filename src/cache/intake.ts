@@ -341,15 +341,12 @@ function encodePodListBytes(b: Buffer, t: IntakeTransform, sizeHint: number, unc
       }
     }
   }
-  if (spaced || hugeNumbers || skipSpace(b, list.end) !== b.length) throw OBJECT_PATH;
   if (itemsAt >= 0) {
     setItemKind(pp, kind, apiVersion);
     addItems(b, itemsAt, pp);
   }
-  if (pp.mirror) {
-    if (pp.mirror.spaced() || pp.mirror.huge()) throw OBJECT_PATH;
-    intakePaths.scanned++;
-  }
+  if (oddlySpelled(pp.mirror) || skipSpace(b, list.end) !== b.length) throw OBJECT_PATH;
+  if (pp.mirror) intakePaths.scanned++;
   page.offsets = page.offsets.slice(0, page.count * 4);
   return page;
 }
@@ -388,7 +385,7 @@ export function encodePodBytes(b: Buffer, start: number, end: number, t: IntakeT
         const mirror = mirrorJSON(b, start, end);
         const pp: PodPage = { page, pos: 0, t, unchanged, kindMember: EMPTY, apiVersionMember: EMPTY, clusterMember, mirror };
         const podEnd = mirror ? addCheckedPod(b, p, mirror, pp) : addPod(b, p, pp);
-        if (!spaced && !hugeNumbers && !(mirror && (mirror.spaced() || mirror.huge())) && page.count === 1 && skipSpace(b, podEnd) === end) {
+        if (!oddlySpelled(mirror) && page.count === 1 && skipSpace(b, podEnd) === end) {
           watchPaths.bytes++;
           if (mirror) watchPaths.scanned++;
           return page;
@@ -504,6 +501,14 @@ function addCheckedPod(b: Buffer, p: number, mirror: JSONMirror, pp: PodPage): n
   } finally {
     dropIndex();
   }
+}
+
+/**
+ * Whether whitespace between tokens or a number beyond a double was met since resetSpaced, by the byte scanner or by
+ * the WebAssembly scan (mirror): bytes the byte path would not serve as they are.
+ */
+function oddlySpelled(mirror: JSONMirror | undefined): boolean {
+  return spaced || hugeNumbers || (mirror !== undefined && (mirror.spaced() || mirror.huge()));
 }
 
 /** Room for n more bytes in the page. */

@@ -37,7 +37,7 @@ export interface JSONMirror {
   huge(): boolean;
 }
 
-/** Pages up to this size are scanned: the module's memory (~5 times the page) stays while the process lives. */
+/** Pages up to this size are scanned: the module's memory (5 times the largest page, to the next power of two up to this) stays while the process lives. */
 export const MAX_SCANNED_BYTES = 16 * 1024 * 1024;
 /** Containers open at once; deeper input is left to the byte scanner, whose stack grows. */
 const STACK_DEPTH = 4096;
@@ -92,14 +92,16 @@ export function setJSONScan(on: boolean): void {
   enabled = on;
 }
 
-let endsBase = 0;
-let stackBase = 0;
+// The module's memory: the copy at [0, capacity), ends[] at capacity (4 bytes a byte of the copy), the stack after.
+// capacity only grows, in powers of two, so the views below are made again only then: a watch event's pod is
+// mirrored on its own, thousands a second, each of another length.
+let capacity = 0;
 let bytes = new Uint8Array(0);
 const mirror: JSONMirror = {
   base: 0,
   ends: new Int32Array(0),
   value(i) {
-    const end = scanner!.value(i - this.base, endsBase, stackBase, STACK_DEPTH);
+    const end = scanner!.value(i - this.base, capacity, 5 * capacity, STACK_DEPTH);
     return end >= 0 ? end + this.base : end;
   },
   spaced: () => scanner!.spaced.value !== 0,
@@ -119,19 +121,20 @@ export function mirrorJSON(b: Uint8Array, from = 0, to = b.length): JSONMirror |
   }
   const length = to - from;
   if (length > MAX_SCANNED_BYTES) return undefined;
-  endsBase = (length + PADDING + 3) & ~3;
-  stackBase = endsBase + 4 * (length + PADDING);
-  const need = stackBase + 4 * STACK_DEPTH;
-  const have = s.memory.buffer.byteLength;
-  if (have < need) s.memory.grow(Math.ceil((need - have) / 65536));
-  // Views of the memory are made again only when it has grown (growing detaches the old ones).
-  if (bytes.buffer !== s.memory.buffer) bytes = new Uint8Array(s.memory.buffer);
+  if (length + PADDING > capacity || bytes.buffer !== s.memory.buffer) {
+    while (capacity < length + PADDING) capacity = Math.min(Math.max(2 * capacity, 64 * 1024), MAX_SCANNED_BYTES + PADDING);
+    const need = 5 * capacity + 4 * STACK_DEPTH;
+    const have = s.memory.buffer.byteLength;
+    if (have < need) s.memory.grow(Math.ceil((need - have) / 65536));
+    // Growing detaches the views made before.
+    bytes = new Uint8Array(s.memory.buffer, 0, capacity);
+    mirror.ends = new Int32Array(s.memory.buffer, capacity, capacity);
+  }
   bytes.set(b.subarray(from, to), 0);
   bytes.fill(0, length, length + PADDING);
   s.spaced.value = 0;
   s.huge.value = 0;
   mirror.base = from;
-  if (mirror.ends.buffer !== s.memory.buffer || mirror.ends.byteOffset !== endsBase || mirror.ends.length !== length + PADDING) mirror.ends = new Int32Array(s.memory.buffer, endsBase, length + PADDING);
   return mirror;
 }
 
@@ -204,7 +207,6 @@ const SCAN_WAT = `
   (global $spaced (export "spaced") (mut i32) (i32.const 0))
   (global $huge (export "huge") (mut i32) (i32.const 0))
   (global $errpos (export "errpos") (mut i32) (i32.const 0))
-  (global $ends (mut i32) (i32.const 0))
 
   (func $isSpace (param $c i32) (result i32)
     (i32.or (i32.or (i32.eq (local.get $c) (i32.const 0x20)) (i32.eq (local.get $c) (i32.const 0x0a)))
@@ -276,7 +278,6 @@ const SCAN_WAT = `
   (func (export "value") (param $start i32) (param $endsBase i32) (param $stackBase i32) (param $stackDepth i32) (result i32)
     (local $p i32) (local $c i32) (local $q i32) (local $depth i32) (local $d i32) (local $open i32)
     (local $sq i32) (local $v v128) (local $m i32) (local $esc i32) (local $e i32)
-    (global.set $ends (local.get $endsBase))
     (local.set $p (local.get $start))
     (block $fail
       (block $done

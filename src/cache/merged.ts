@@ -130,18 +130,12 @@ export class MergedCache {
     const state = this.memberState(cluster);
     const memberRVs = state.memberRVs[resource];
     const transform: IntakeTransform = { cluster, resource, dropManagedFields: this.dropManagedFields };
-    const cached = this.unchangedIn(cluster, memberRVs);
-    // A list begun while the member held nothing here can meet only versions it stored itself, and a list names each
-    // object once: asking would make and hash a key per object to miss every time (~1 s of a 1M cold sync). Its
-    // objects are encoded without asking; upsert still checks what the cache holds before storing.
-    let listFromEmpty = false;
-    const unchanged: Unchanged = (namespace, name, memberRV) => !listFromEmpty && cached(namespace, name, memberRV);
+    const unchanged = this.unchangedIn(cluster, memberRVs);
     // A deletion needs only the pod's key and version: read as if held, its bytes are not copied.
     const held: Unchanged = () => true;
     const startList = (): MemberListIntake => {
       // The keys this list has named; the store's own strings, so the set costs a slot per key.
       let seen: Set<string> | undefined = new Set<string>();
-      listFromEmpty = memberRVs.size === 0;
       const listDone = this.listStarted(resource);
       const addEncoded = (page: EncodedPage) => {
         if (state.removed || !seen) return;
@@ -157,7 +151,6 @@ export class MergedCache {
         end: (listRV) => {
           const named = seen;
           seen = undefined;
-          listFromEmpty = false;
           try {
             if (state.removed || !named) return;
             for (const key of memberRVs.keys()) {
@@ -171,7 +164,6 @@ export class MergedCache {
         },
         abort: () => {
           seen = undefined;
-          listFromEmpty = false;
           listDone();
         },
       };

@@ -201,33 +201,6 @@ describe('MergedCache lists page by page', () => {
     expect(cache.lastMemberRV('m', 'pods')).toBe('10');
   });
 
-  it('a list into an empty member encodes every object without asking what is held; a relist leaves held versions unencoded', () => {
-    const cache = newCache();
-    const sink = cache.sink('m', 'pods');
-    const rec = record(cache);
-    const page = (items: any[], rv: string) => Buffer.from(JSON.stringify({ kind: 'PodList', apiVersion: 'v1', metadata: { resourceVersion: rv }, items }));
-    const encodedAt = (p: { offsets: Uint32Array; stride: number }, i: number) => p.offsets[i * p.stride] !== p.offsets[i * p.stride + 3];
-    const first = sink.startList();
-    first.addEncoded(sink.encodePage(page([pod('ns', 'a', '1'), pod('ns', 'b', '2')], '5')));
-    // The same version again in the same list (a list names each object once; here it does not): encoded, as the
-    // list began with nothing held, and still stored once.
-    const again = sink.encodePage(page([pod('ns', 'a', '1')], '5'));
-    expect(encodedAt(again, 0)).toBe(true);
-    first.addEncoded(again);
-    first.end('5');
-    expect(rec.summary()).toEqual([`ADDED ns/a@m ${BASE + 1}`, `ADDED ns/b@m ${BASE + 2}`]);
-    // A relist asks: the version held is left unencoded, a new one is encoded.
-    const second = sink.startList();
-    const relisted = sink.encodePage(page([pod('ns', 'a', '1'), pod('ns', 'b', '3')], '6'));
-    expect([encodedAt(relisted, 0), encodedAt(relisted, 1)]).toEqual([false, true]);
-    second.addEncoded(relisted);
-    second.end('6');
-    expect(rec.summary()).toEqual([`ADDED ns/a@m ${BASE + 1}`, `ADDED ns/b@m ${BASE + 2}`, `MODIFIED ns/b@m ${BASE + 3}`]);
-    // Once the list from empty has ended, watch events ask again.
-    const held = sink.encodePage(page([pod('ns', 'a', '1')], '6'));
-    expect(encodedAt(held, 0)).toBe(false);
-  });
-
   it('a member removed mid-list leaves nothing behind, and the rest of its list does not touch the member added again', async () => {
     const cache = newCache();
     const list = cache.sink('m', 'pods').startList();

@@ -18,13 +18,7 @@ import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type St
 export interface WatchSettings {
   /** How often a watcher that asked for bookmarks gets one. The apiserver sends about one a minute. */
   bookmarkIntervalMs: number;
-  /**
-   * A watcher whose unsent bytes pass this is behind, and one that stays behind for behindGraceMs is ended: a client
-   * that stopped reading, or reads slower than its events come. Its client re-watches from its last resourceVersion.
-   */
-  behindBytes: number;
-  behindGraceMs: number;
-  /** A watcher whose unsent bytes pass this is ended at once: what memory allows one watcher. */
+  /** A watcher whose unsent bytes pass this is ended; its client re-watches from its last resourceVersion. */
   maxBufferedBytes: number;
   /** Upper bound for timeoutSeconds, and the default when the client gives none (the apiserver picks 30-60 min). */
   maxTimeoutSeconds: number;
@@ -34,9 +28,7 @@ export interface WatchSettings {
 
 export const defaultWatchSettings: WatchSettings = {
   bookmarkIntervalMs: 60_000,
-  behindBytes: 16 * 1024 * 1024,
-  behindGraceMs: 5_000,
-  maxBufferedBytes: 64 * 1024 * 1024,
+  maxBufferedBytes: 16 * 1024 * 1024,
   maxTimeoutSeconds: 1800,
   maxPendingEvents: 100_000,
 };
@@ -94,44 +86,11 @@ export function serveWatch(
     res.uncork();
   };
 
-  // Ended for its client, not for the gateway: after a pause of the gateway's own (a full collection, a second of
-  // many members' changes) every watcher gets that backlog at once, and one of every event can be 16 MiB behind
-  // with a client that reads as fast as ever. kube-apiserver likewise ends a watcher that cannot take an event
-  // within its time budget, not one that is merely far behind. behindSince: when the unsent bytes last went past
-  // behindBytes and have stayed there (0: not behind).
-  let behindSince = 0;
-  let behindTimer: NodeJS.Timeout | undefined;
-  const checkBacklog = (unsent: number): void => {
-    if (unsent <= settings.behindBytes && unsent <= settings.maxBufferedBytes) {
-      if (behindSince !== 0) {
-        behindSince = 0;
-        clearTimeout(behindTimer);
-        behindTimer = undefined;
-      }
-      return;
-    }
-    if (unsent > settings.maxBufferedBytes) return finish();
-    const now = performance.now();
-    if (behindSince === 0) {
-      behindSince = now;
-      // Also when no more events come: a client that reads nothing is ended all the same.
-      behindTimer = setTimeout(() => {
-        behindTimer = undefined;
-        if (finished || behindSince === 0) return;
-        if (res.writableLength + queuedBytes > settings.behindBytes) finish();
-        else behindSince = 0;
-      }, settings.behindGraceMs);
-    } else if (now - behindSince >= settings.behindGraceMs) {
-      finish();
-    }
-  };
-
   const finish = () => {
     if (finished) return;
     finished = true;
     unsubscribe();
     for (const t of timers) clearTimeout(t);
-    clearTimeout(behindTimer);
     flush();
     if (!res.writableEnded) res.end();
     resolveDone();
@@ -145,13 +104,13 @@ export function serveWatch(
     if (finished) return;
     if (!live) {
       res.write(buf);
-      checkBacklog(res.writableLength);
+      if (res.writableLength > settings.maxBufferedBytes) finish();
       return;
     }
     const b = typeof buf === 'string' ? Buffer.from(buf) : buf;
     if (queued.push(b) === 1) flushSoon(flush);
     queuedBytes += b.length;
-    checkBacklog(res.writableLength + queuedBytes);
+    if (res.writableLength + queuedBytes > settings.maxBufferedBytes) finish();
   };
 
   /** The bytes of ev for this watcher, if its selection sees ev at all. */

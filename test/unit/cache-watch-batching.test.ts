@@ -14,11 +14,11 @@ function pod(name: string, labels: Record<string, string> = {}): any {
   return { apiVersion: 'v1', kind: 'Pod', metadata: { namespace: 'ns', name, resourceVersion: String(memberRV++), labels }, spec: { nodeName: 'n1' } };
 }
 
-async function startWatch(cache: MergedCache, query: string, settings?: { maxBufferedBytes: number; behindBytes?: number; behindGraceMs?: number }) {
+async function startWatch(cache: MergedCache, query: string, settings?: { maxBufferedBytes: number }) {
   const res = new FakeResponse();
   const url = new URL(`https://gw.invalid/api/v1/namespaces/ns/pods?watch=1&resourceVersion=${cache.pods.clock.current()}${query}`);
   const ctx = { req: { headers: {} }, res, url, auditID: 'a', info: newRequestInfo('GET', url.pathname, url.searchParams), user: { username: 'u', groups: [] } } as unknown as RequestContext;
-  await serveCached(ctx, cache, { stale: () => [], watchSettings: settings && { bookmarkIntervalMs: 60_000, maxTimeoutSeconds: 60, maxPendingEvents: 100_000, behindBytes: settings.maxBufferedBytes, behindGraceMs: 5_000, ...settings } });
+  await serveCached(ctx, cache, { stale: () => [], watchSettings: settings && { bookmarkIntervalMs: 60_000, maxTimeoutSeconds: 60, maxPendingEvents: 100_000, ...settings } });
   return res;
 }
 
@@ -60,47 +60,6 @@ describe('watch writes', () => {
     sink.apply('ADDED', pod('c'));
     await nextIteration();
     expect(res.lines().map((e) => e.object.metadata.name)).toEqual(['a', 'b']);
-  });
-
-  it('a watcher behind for a moment is kept: past behindBytes it has behindGraceMs to catch up', async () => {
-    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
-    const sink = cache.sink('member-a', 'pods');
-    sink.replace([], '1');
-    const res = await startWatch(cache, '', { behindBytes: 2000, behindGraceMs: 150, maxBufferedBytes: 1 << 20 });
-    // A burst after a pause of the gateway's own: far behind, with a client still reading.
-    res.writableLength = 5000;
-    sink.apply('ADDED', pod('a'));
-    await new Promise((r) => setTimeout(r, 100));
-    res.writableLength = 100; // it caught up
-    sink.apply('ADDED', pod('b'));
-    await new Promise((r) => setTimeout(r, 150));
-    expect(res.writableEnded).toBe(false);
-    // Behind again later: the grace starts over, and a client that stays behind is ended when it is used up, with no
-    // more events needed to notice.
-    res.writableLength = 5000;
-    sink.apply('ADDED', pod('c'));
-    const behindAt = performance.now();
-    await new Promise((r) => setTimeout(r, 100));
-    expect(res.writableEnded).toBe(false);
-    const deadline = performance.now() + 2000;
-    while (!res.writableEnded && performance.now() < deadline) await new Promise((r) => setTimeout(r, 5));
-    expect(res.writableEnded).toBe(true);
-    expect(performance.now() - behindAt).toBeGreaterThanOrEqual(145);
-    await nextIteration();
-    expect(res.lines().map((e) => e.object.metadata.name)).toEqual(['a', 'b', 'c']);
-  });
-
-  it('past maxBufferedBytes a watcher is ended at once, whatever grace is left', async () => {
-    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
-    const sink = cache.sink('member-a', 'pods');
-    sink.replace([], '1');
-    const res = await startWatch(cache, '', { behindBytes: 2000, behindGraceMs: 60_000, maxBufferedBytes: 8000 });
-    res.writableLength = 5000;
-    sink.apply('ADDED', pod('a'));
-    expect(res.writableEnded).toBe(false);
-    res.writableLength = 7990;
-    sink.apply('ADDED', pod('b'));
-    expect(res.writableEnded).toBe(true);
   });
 
   it('a client that goes away gets no more writes', async () => {

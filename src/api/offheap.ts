@@ -69,3 +69,22 @@ export function holdUncounted(b: Buffer): void {
 export function releaseUncounted(b: Buffer): void {
   if (b.buffer instanceof SharedArrayBuffer && heldCollected.unregister(b.buffer)) held -= b.buffer.byteLength;
 }
+
+/** From this many bytes on, copyBytes into a SharedArrayBuffer goes through Node's C++ (its call costs ~0.2 µs). */
+const NATIVE_COPY_BYTES = 512;
+
+/**
+ * src[start, end) copied into dst at `at`, as src.copy(dst, at, start, end) does; the bytes copied. Into a
+ * SharedArrayBuffer, V8's copy (Buffer.copy, TypedArray.set) stores with relaxed atomics, byte by byte when the two
+ * sides are not aligned alike: ~2.4-2.9 µs for a 5 KB pod where memcpy takes ~0.8 µs, and every pod the cache
+ * stores and every watch frame is copied into one. Buffer.fill with a buffer for its value is one memcpy in Node's
+ * C++, whatever the memory is.
+ */
+export function copyBytes(src: Buffer, dst: Buffer, at: number, start = 0, end = src.length): number {
+  const n = Math.min(end - start, dst.length - at);
+  if (n >= NATIVE_COPY_BYTES && dst.buffer instanceof SharedArrayBuffer && src.buffer !== dst.buffer) {
+    dst.fill(src.subarray(start, start + n), at, at + n);
+    return n;
+  }
+  return src.copy(dst, at, start, end);
+}

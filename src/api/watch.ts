@@ -1,7 +1,7 @@
 // JSON watch framing as k8s.io/apiserver's watch handler writes it: one metav1.WatchEvent per line,
 // `{"type":"ADDED","object":{...}}\n`. Frames are built once per event and shared by every watcher.
 
-import { awaitCollection, uncountedBuffer } from './offheap.js';
+import { awaitCollection, copyBytes, uncountedBuffer } from './offheap.js';
 import { statusJson, goJson, type Status } from './status.js';
 
 export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
@@ -53,7 +53,7 @@ export function encodeWatchEvent(type: WatchEventType, objectJson: string | Buff
     // Stored bytes: copied as they are (serialized objects carry no trailing newline).
     const out = frameBuffer(prefix.length + objectJson.length + SUFFIX.length);
     prefix.copy(out, 0);
-    objectJson.copy(out, prefix.length);
+    copyBytes(objectJson, out, prefix.length);
     SUFFIX.copy(out, prefix.length + objectJson.length);
     return out;
   }

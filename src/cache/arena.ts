@@ -8,7 +8,7 @@
 // dead bytes than live ones, the sparsest are evacuated: the store copies their current objects into the current
 // slab (rehome), and the old slab goes once the event window and the responses in flight let go of it.
 
-import { awaitCollection, awaitingCollectionBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, copyBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../api/offheap.js';
 import { touchAhead, touchPending } from '../api/touchahead.js';
 
 export interface ArenaOptions {
@@ -132,7 +132,7 @@ export class Arena {
   /** A copy of bytes in the arena. */
   copy(bytes: Buffer): Buffer {
     const b = this.alloc(bytes.length);
-    bytes.copy(b);
+    copyBytes(bytes, b, 0);
     return b;
   }
 

@@ -15,6 +15,7 @@ import { intern } from '../api/intern.js';
 import { dropIndex, hugeNumbers, isSpace, MemberCursor, resetSpaced, skipSpace, spaced, stringAt, useIndex } from '../api/jsonbytes.js';
 import { mirrorJSON, type JSONMirror } from '../api/jsonscan.js';
 import type { KubeObject } from '../api/meta.js';
+import { copyBytes } from '../api/offheap.js';
 import { topLevelValue } from './store.js';
 
 export const CLUSTER_LABEL = 'fleetgate.io/cluster';
@@ -873,9 +874,9 @@ export function servedJSON(page: EncodedPage, i: number, view: 0 | 1, rv: string
   const head = o[s + 1] - o[s];
   const len = head + rv.length + o[s + 3] - o[s + 2];
   const b = arena ? arena.alloc(len) : Buffer.allocUnsafeSlow(len);
-  page.bytes.copy(b, 0, o[s], o[s + 1]);
+  copyBytes(page.bytes, b, 0, o[s], o[s + 1]);
   b.write(rv, head, 'latin1');
-  page.bytes.copy(b, head + rv.length, o[s + 2], o[s + 3]);
+  copyBytes(page.bytes, b, head + rv.length, o[s + 2], o[s + 3]);
   return b;
 }
 

@@ -7,6 +7,7 @@
 import { intern } from '../api/intern.js';
 import { metadataMember } from '../api/jsonbytes.js';
 import type { KubeObject } from '../api/meta.js';
+import { copyBytes } from '../api/offheap.js';
 import { buildIndexWith, deferIndex, newSelectorIndex, updateIndex, type SelectorIndex, type SelectorIndexConfig } from './selectorindex.js';
 import { Arena, type ArenaOptions } from './arena.js';
 import { SortedKeys, lowerBound } from './sortedkeys.js';
@@ -552,9 +553,9 @@ export class Store {
     const [start, end] = span;
     const v = String(rv);
     const json = alloc(was.length - (end - start - 2) + v.length);
-    was.copy(json, 0, 0, start + 1);
+    copyBytes(was, json, 0, 0, start + 1);
     json.write(v, start + 1, 'latin1');
-    was.copy(json, start + 1 + v.length, end - 1);
+    copyBytes(was, json, start + 1 + v.length, end - 1);
     return this.sealed(o.key, o.namespace, o.name, rv, json, o.labels, o.fields);
   }
 

@@ -4,7 +4,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { awaitCollection, awaitingCollectionBytes, heldUncountedBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../../src/api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, copyBytes, heldUncountedBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../../src/api/offheap.js';
 import { encodeWatchEvent } from '../../src/api/watch.js';
 
 setFlagsFromString('--expose-gc');
@@ -74,5 +74,35 @@ describe('uncounted buffers', () => {
     expect(frame.buffer.byteLength).toBe(1024 * 1024);
     expect(JSON.parse(frame.toString())).toEqual({ type: 'MODIFIED', object: JSON.parse(pod.toString()) });
     expect(frame[frame.length - 1]).toBe(10);
+  });
+});
+
+describe('copyBytes', () => {
+  const source = Buffer.from(Array.from({ length: 8192 }, (_, i) => (i * 131 + 7) & 0xff));
+  const targets = {
+    SharedArrayBuffer: () => Buffer.from(new SharedArrayBuffer(8192)),
+    ArrayBuffer: () => Buffer.alloc(8192),
+  };
+
+  for (const [kind, make] of Object.entries(targets)) {
+    it(`into a ${kind}: the bytes Buffer.copy writes, and its count, at any size and alignment`, () => {
+      for (const [at, start, len] of [[0, 0, 0], [1, 3, 100], [5, 0, 511], [3, 1, 512], [7, 5, 513], [0, 0, 5133], [1001, 17, 4000], [8000, 0, 1000], [4, 8100, 500]]) {
+        const want = make().fill(0xee);
+        const got = make().fill(0xee);
+        const end = Math.min(start + len, source.length);
+        expect(copyBytes(source, got, at, start, end)).toBe(source.copy(want, at, start, end));
+        expect(got.equals(want)).toBe(true);
+      }
+    });
+  }
+
+  it('within one SharedArrayBuffer, overlapping ranges move as Buffer.copy moves them', () => {
+    const sab = new SharedArrayBuffer(4096);
+    const got = Buffer.from(sab);
+    const want = Buffer.alloc(4096);
+    source.copy(got, 0, 0, 4096);
+    source.copy(want, 0, 0, 4096);
+    expect(copyBytes(got.subarray(0, 3000), got, 100)).toBe(want.subarray(0, 3000).copy(want, 100));
+    expect(got.equals(want)).toBe(true);
   });
 });

@@ -81,7 +81,8 @@ const NATIVE_COPY_BYTES = 512;
  * C++, whatever the memory is.
  */
 export function copyBytes(src: Buffer, dst: Buffer, at: number, start = 0, end = src.length): number {
-  const n = Math.min(end - start, dst.length - at);
+  // As Buffer.copy clamps: fill would repeat a value shorter than its range.
+  const n = Math.min(Math.min(end, src.length) - start, dst.length - at);
   if (n >= NATIVE_COPY_BYTES && dst.buffer instanceof SharedArrayBuffer && src.buffer !== dst.buffer) {
     dst.fill(src.subarray(start, start + n), at, at + n);
     return n;

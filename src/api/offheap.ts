@@ -83,9 +83,17 @@ const NATIVE_COPY_BYTES = 512;
 export function copyBytes(src: Buffer, dst: Buffer, at: number, start = 0, end = src.length): number {
   // As Buffer.copy clamps: fill would repeat a value shorter than its range.
   const n = Math.min(Math.min(end, src.length) - start, dst.length - at);
-  if (n >= NATIVE_COPY_BYTES && dst.buffer instanceof SharedArrayBuffer && src.buffer !== dst.buffer) {
+  // memcpy takes ranges that do not overlap: a deleted pod's last state is copied within the slab it lives in.
+  if (n >= NATIVE_COPY_BYTES && dst.buffer instanceof SharedArrayBuffer && apart(src, start, dst, at, n)) {
     dst.fill(src.subarray(start, start + n), at, at + n);
     return n;
   }
   return src.copy(dst, at, start, end);
+}
+
+function apart(src: Buffer, start: number, dst: Buffer, at: number, n: number): boolean {
+  if (src.buffer !== dst.buffer) return true;
+  const from = src.byteOffset + start;
+  const to = dst.byteOffset + at;
+  return from + n <= to || to + n <= from;
 }

@@ -96,6 +96,15 @@ describe('copyBytes', () => {
     });
   }
 
+  it('within one SharedArrayBuffer, ranges apart are copied as Buffer.copy copies them', () => {
+    const got = Buffer.from(new SharedArrayBuffer(8192));
+    const want = Buffer.alloc(8192);
+    source.copy(got, 0, 0, 3000);
+    source.copy(want, 0, 0, 3000);
+    expect(copyBytes(got.subarray(100, 3000), got.subarray(4000), 1, 0, 2900)).toBe(want.subarray(100, 3000).copy(want.subarray(4000), 1, 0, 2900));
+    expect(got.equals(want)).toBe(true);
+  });
+
   it('within one SharedArrayBuffer, overlapping ranges move as Buffer.copy moves them', () => {
     const sab = new SharedArrayBuffer(4096);
     const got = Buffer.from(sab);

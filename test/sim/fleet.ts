@@ -155,7 +155,7 @@ function bootstrap(cluster: SimCluster, name: string, nodes: number): void {
   }
 }
 
-function seedPods(cluster: SimCluster, name: string, count: number, nodes: number): void {
+export function seedPods(cluster: SimCluster, name: string, count: number, nodes: number): void {
   const ns = cluster.resourceFor('', 'namespaces')!;
   const pods = cluster.resourceFor('', 'pods')!;
   const apps = ['web', 'api', 'worker', 'cache', 'batch'];

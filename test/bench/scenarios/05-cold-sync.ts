@@ -5,10 +5,26 @@
 
 import { availableParallelism } from 'node:os';
 import { round, type Scenario } from '../lib.js';
+import { countIntakeInstructions, describeInstructions, type IntakeInstructions } from './instructions.js';
 import { scaleFor, scaleNote, startScale, timedGet } from './scale.js';
 
 export const run: Scenario = async ({ quick, log }) => {
   const { members, podsPerMember } = scaleFor(quick);
+  // First, on a quiet machine: the intake's instructions per pod, the figure of this scenario that does not move
+  // with the VM's speed (~2 minutes under callgrind; not with --quick, which must stay under 5 minutes in all).
+  let counted: IntakeInstructions | undefined;
+  let notCounted: string | undefined;
+  if (quick) notCounted = 'not counted with --quick (it takes ~2 minutes)';
+  else if (process.env.FLEETGATE_BENCH_INSTRUCTIONS === '0') notCounted = 'not counted: FLEETGATE_BENCH_INSTRUCTIONS=0';
+  else {
+    try {
+      counted = await countIntakeInstructions(log);
+      log(`05: ${Math.round(counted.perPod)} instructions per pod taken in`);
+    } catch (e) {
+      notCounted = `not counted: ${e instanceof Error ? e.message : String(e)}`;
+      log(`05: instructions per pod ${notCounted}`);
+    }
+  }
   const fleet = await startScale({ members, podsPerMember, log });
   try {
     const mem = await fleet.gw({ op: 'rss' });
@@ -39,6 +55,7 @@ export const run: Scenario = async ({ quick, log }) => {
     const met = ms < goalMs;
     const notes = [
       scaleNote(members, podsPerMember),
+      counted ? describeInstructions(counted) : `instructions per pod taken in (test/bench/scenarios/instructions.ts): ${notCounted}`,
       total >= 1_000_000 ? 'judged on the time itself' : `judged against 30 s scaled linearly to ${total} pods (${round(goalMs)} ms): an extrapolation, the sync of 1M was not run here`,
       'members and gateway are separate processes on the same 2 cores: the sim serving its lists competes with the gateway ingesting them',
       `since the fourth round of 2026-11-27, ready includes one full collection of the gateway's heap after the last member's first list (src/members/caches.ts: before, V8 ran it on its own a few seconds into serving, and at 1M pods changes waited behind it for up to a second, scenario 6): ${round(ms - fleet.listedMs)} ms here (post_sync_collection_ms), the lists ${round(fleet.listedMs)} ms (listed_ms)`,
@@ -53,6 +70,9 @@ export const run: Scenario = async ({ quick, log }) => {
         "In a node --cpu-prof of a 1M sync in the third round of 2026-11-28 (52.8 s under the profiler), that thread spent 16.0 s taking the pages in (encodeListBytes: 4.0 s of it the WebAssembly scan checking every byte as JSON, since the bytes are served as they are, the rest walking the ~40 members each pod is read for, copying it with its edits and making its labels and fields; 18.8 s with the scan's first form and 23.4 s for the commit before, whose byte scanner checked in JavaScript, in profiles of the same round), 15.9 s storing (9.7 s of it copying each pod into the cache's slab: first writes, where a slab was not made resident ahead, 41 of 108 in that run; 5.3 s in the first form's profile, where 23 of 110 were not), 2.7 s copying socket reads into the lists' buffers and 4.4 s collecting; " +
         `its first writes to fresh pages cost this VM ${round(usPerPage, 1)} µs each once ~5 GiB of the machine's memory is in use (bare metal: well under 1 µs), and ${mainThreadMinorFaults.toLocaleString('en-US')} of the process's ${minorFaults.toLocaleString('en-US')} were the main thread's (the touch-ahead thread makes the cache's next slabs resident during the lists: ${touchAhead.taken} were ready in time; ${touchAhead.missed} times the next was still being made, and since the third round of 2026-11-28 a slab of the base 4 MiB stands in for it, faulted in on the main thread, where a whole 64 MiB slab was before). ` +
         'That price is the host backing the page, not the fault: populating 1 GiB with MADV_POPULATE_WRITE, MAP_POPULATE or a read from /dev/zero cost the same per page as touching it (test/bench/tools/firsttouch.c, with 7 GiB in use, three rounds: 11.3-15.7 µs a page against 12.1-12.5 µs touched), so no way of asking for the memory avoids it. ' +
+        (counted
+          ? `Counted rather than timed, the intake alone came to ${Math.round(counted.perPod).toLocaleString('en-US')} instructions a pod (the WebAssembly scan ${Math.round(counted.byKind['the WebAssembly scan'] ?? 0).toLocaleString('en-US')}, the gateway's JavaScript ${Math.round(counted.byKind["the gateway's JavaScript"] ?? 0).toLocaleString('en-US')}, garbage collection ${Math.round(counted.byKind['garbage collection'] ?? 0).toLocaleString('en-US')}, V8's builtins and runtime most of the rest; valgrind's callgrind, see the notes), a figure that does not move with the VM's speed. `
+          : '') +
         `Under ${round(goalMs / 1000, 1)} s here needs the main thread's work per pod cut to ~${round((goalMs / ms) * 100, 0)}% of what it is, by doing less or by moving it to other threads at little extra CPU: the cores had ${round((machineIdleShare * availableParallelism() * ms) / 1000, 1)} s of CPU idle over the sync, but every trial of parsing in worker threads (cache.intakeWorkers; 95.9 s at 1M in the ninth round) added more CPU than it took off the main thread (see the notes)`;
     if (!met) {
       notes.push(
@@ -95,6 +115,13 @@ export const run: Scenario = async ({ quick, log }) => {
         gateway_main_thread_busy_s: round(mainThreadRunMs / 1000),
         gateway_main_thread_busy_share: round(mainThreadRunMs / ms, 3),
         gateway_main_thread_waiting_for_cpu_s: round(mainThreadWaitMs / 1000),
+        // Counted, not timed (instructions.ts): the intake alone, under callgrind, the same on a slow or a fast VM.
+        ...(counted && {
+          intake_instructions_per_pod: Math.round(counted.perPod),
+          intake_instructions_scan_per_pod: Math.round(counted.byKind['the WebAssembly scan'] ?? 0),
+          intake_instructions_gateway_js_per_pod: Math.round(counted.byKind["the gateway's JavaScript"] ?? 0),
+          intake_instructions_gc_per_pod: Math.round(counted.byKind['garbage collection'] ?? 0),
+        }),
         gateway_minor_faults: minorFaults,
         // Of them, the main thread's: the rest are the touch-ahead thread's (slabs made resident before the copy into
         // them) and the GC's.

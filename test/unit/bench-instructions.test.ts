@@ -1,0 +1,53 @@
+// The names scenario 5's instruction count gives callgrind's functions (test/bench/scenarios/instructions.ts):
+// the report lists them, so they must not carry addresses, argument lists or build paths.
+
+import { describe, expect, it } from 'vitest';
+import { functionName, kindOf } from '../bench/scenarios/instructions.js';
+
+const map = (addr: number) =>
+  addr === 0xd076b00 ? 'JS:*next file:///work/main/dist/src/api/jsonbytes.js:317:9' : addr === 0xd0764c0 ? 'JS:^copy node:buffer:826:16' : addr === 0x1928ac0 ? 'Builtin:IterableToFixedArrayForWasm' : undefined;
+
+describe('functionName', () => {
+  it('names compiled JavaScript by its function and source file', () => {
+    expect(functionName('???:0x000000000d076b00 [???]', map)).toBe('next (src/api/jsonbytes.ts)');
+    expect(functionName('???:0x000000000d0764c0 [???]', map)).toBe('copy (node:buffer)');
+    expect(functionName('???:0x0000000001928ac0 [???]', map)).toBe('V8 Builtin: IterableToFixedArrayForWasm');
+  });
+
+  it('calls code no map names the WebAssembly scan', () => {
+    expect(functionName('???:0x00003f51e8fea01e [???]', map)).toBe('WebAssembly: the JSON scan');
+  });
+
+  it('drops C++ parameters, template arguments and return types', () => {
+    expect(functionName('???:v8::internal::String::ComputeAndSetRawHash(v8::internal::SharedStringAccessGuardIfNeeded const&) [/usr/bin/node]', map)).toBe(
+      'v8::internal::String::ComputeAndSetRawHash',
+    );
+    expect(
+      functionName(
+        '???:void v8::internal::MarkingVisitorBase<v8::internal::ConcurrentMarkingVisitor, v8::internal::ConcurrentMarkingState>::ProcessStrongHeapObject<v8::internal::FullHeapObjectSlot>(v8::internal::HeapObject, v8::internal::FullHeapObjectSlot, v8::internal::HeapObject) [/usr/bin/node]',
+        map,
+      ),
+    ).toBe('v8::internal::MarkingVisitorBase::ProcessStrongHeapObject');
+    expect(functionName('???:void node::Buffer::(anonymous namespace)::Fill(v8::FunctionCallbackInfo<v8::Value> const&) [/usr/bin/node]', map)).toBe('node::Buffer::{anonymous}::Fill');
+    expect(functionName('???:Builtins_LoadIC [/usr/bin/node]', map)).toBe('Builtins_LoadIC');
+  });
+
+  it('marks libc by its object, not its source path', () => {
+    expect(functionName('./string/../sysdeps/x86_64/multiarch/memmove-vec-unaligned-erms.S:__memcpy_avx_unaligned_erms [/usr/lib/x86_64-linux-gnu/libc.so.6]', map)).toBe(
+      '__memcpy_avx_unaligned_erms (libc)',
+    );
+  });
+});
+
+describe('kindOf', () => {
+  it('sorts names into the kinds the note reports', () => {
+    expect(kindOf('WebAssembly: the JSON scan')).toBe('the WebAssembly scan');
+    expect(kindOf('next (src/api/jsonbytes.ts)')).toBe("the gateway's JavaScript");
+    expect(kindOf('copy (node:buffer)')).toBe("Node.js's JavaScript (buffer)");
+    expect(kindOf('v8::internal::Scavenger::ScavengeObject')).toBe('garbage collection');
+    expect(kindOf('v8::internal::compiler::GraphReducer::ReduceTop')).toBe('compiling and interpreting');
+    expect(kindOf('__memcpy_avx_unaligned_erms (libc)')).toBe('libc (memcpy)');
+    expect(kindOf('Builtins_LoadIC')).toBe('V8 builtins');
+    expect(kindOf('v8::internal::String::ComputeAndSetRawHash')).toBe('V8 and Node.js runtime (C++)');
+  });
+});

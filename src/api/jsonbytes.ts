@@ -260,6 +260,11 @@ export class MemberCursor {
   end = 0;
   keyStart = 0;
   keyEnd = 0;
+  /**
+   * keyEnd - keyStart. Hot readers compare it before calling keyIs: a reader too large for V8 to inline keyIs into
+   * (the intake's addPod) otherwise pays a call for every candidate name of every member, mostly to differ in length.
+   */
+  keyLength = 0;
   keyEscaped = false;
   valueStart = 0;
   valueEnd = 0;
@@ -319,6 +324,7 @@ export class MemberCursor {
     this.keyStart = i + 1;
     i = skipString(b, i);
     this.keyEnd = i - 1;
+    this.keyLength = i - 1 - this.keyStart;
     this.keyEscaped = escaped;
     if (isSpace(b[i])) i = skipSpace(b, i);
     if (b[i] !== COLON) fail(b, i, 'a colon after a key');
@@ -331,7 +337,7 @@ export class MemberCursor {
   /** Whether the current key is name (ASCII, compared byte by byte; an escaped key never is). */
   keyIs(name: string): boolean {
     const n = name.length;
-    if (this.keyEnd - this.keyStart !== n || this.keyEscaped) return false;
+    if (this.keyLength !== n || this.keyEscaped) return false;
     const b = this.b;
     const k = this.keyStart;
     for (let j = 0; j < n; j++) if (b[k + j] !== name.charCodeAt(j)) return false;

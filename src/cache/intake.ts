@@ -574,9 +574,11 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
   let labelsEnd = -1;
   let mfStart = -1;
   let mfEnd = -1;
+  // Each key is compared by length before keyIs is called (MemberCursor.keyLength): this function is too large for
+  // V8 to inline keyIs, and most of a pod's ~40 members differ in length from every name asked of them.
   while (item.next()) {
     if (item.keyEscaped) throw OBJECT_PATH;
-    if (item.keyIs('metadata')) {
+    if (item.keyLength === 'metadata'.length && item.keyIs('metadata')) {
       seen = once(seen, 1);
       if (b[item.valueStart] !== OPEN_OBJECT) throw OBJECT_PATH;
       metaStart = item.valueStart;
@@ -584,23 +586,23 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
       let ms = 0;
       while (m.next()) {
         if (m.keyEscaped) throw OBJECT_PATH;
-        if (m.keyIs('name')) {
+        if (m.keyLength === 'name'.length && m.keyIs('name')) {
           ms = once(ms, 1);
           name = stringOf(m);
-        } else if (m.keyIs('namespace')) {
+        } else if (m.keyLength === 'namespace'.length && m.keyIs('namespace')) {
           ms = once(ms, 2);
           namespace = intern(stringOf(m));
-        } else if (m.keyIs('resourceVersion')) {
+        } else if (m.keyLength === 'resourceVersion'.length && m.keyIs('resourceVersion')) {
           ms = once(ms, 4);
           memberRV = stringOf(m);
           rvStart = m.valueStart;
           rvEnd = m.valueEnd;
-        } else if (m.keyIs('labels')) {
+        } else if (m.keyLength === 'labels'.length && m.keyIs('labels')) {
           ms = once(ms, 8);
           if (b[m.valueStart] !== OPEN_OBJECT) throw OBJECT_PATH;
           labelsStart = m.valueStart;
           labelsEnd = m.skip();
-        } else if (m.keyIs('managedFields')) {
+        } else if (m.keyLength === 'managedFields'.length && m.keyIs('managedFields')) {
           ms = once(ms, 16);
           const first = m.memberBoundary === metaStart + 1;
           const end = m.skip();
@@ -611,53 +613,53 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
       }
       metaEnd = m.end;
       item.skipped(metaEnd);
-    } else if (item.keyIs('kind') || item.keyIs('apiVersion')) {
+    } else if ((item.keyLength === 'kind'.length && item.keyIs('kind')) || (item.keyLength === 'apiVersion'.length && item.keyIs('apiVersion'))) {
       // Kept as it is when it has a value listItems would not replace (a non-empty string).
       seen = once(seen, item.keyIs('kind') ? 2 : 4);
       if (b[item.valueStart] !== QUOTE || b[item.valueStart + 1] === QUOTE) throw OBJECT_PATH;
       item.stringValue();
-    } else if (item.keyIs('spec')) {
+    } else if (item.keyLength === 'spec'.length && item.keyIs('spec')) {
       seen = once(seen, 8);
       if (b[item.valueStart] !== OPEN_OBJECT) continue;
       const s = specCursor.open(b, item.valueStart);
       let ss = 0;
       while (s.next()) {
         if (s.keyEscaped) throw OBJECT_PATH;
-        if (s.keyIs('nodeName')) {
+        if (s.keyLength === 'nodeName'.length && s.keyIs('nodeName')) {
           ss = once(ss, 1);
           nodeName = fieldOf(s);
-        } else if (s.keyIs('restartPolicy')) {
+        } else if (s.keyLength === 'restartPolicy'.length && s.keyIs('restartPolicy')) {
           ss = once(ss, 2);
           restartPolicy = fieldOf(s);
-        } else if (s.keyIs('schedulerName')) {
+        } else if (s.keyLength === 'schedulerName'.length && s.keyIs('schedulerName')) {
           ss = once(ss, 4);
           schedulerName = fieldOf(s);
-        } else if (s.keyIs('serviceAccountName')) {
+        } else if (s.keyLength === 'serviceAccountName'.length && s.keyIs('serviceAccountName')) {
           ss = once(ss, 8);
           serviceAccountName = fieldOf(s);
-        } else if (s.keyIs('hostNetwork')) {
+        } else if (s.keyLength === 'hostNetwork'.length && s.keyIs('hostNetwork')) {
           ss = once(ss, 16);
           hostNetwork = b[s.valueStart] === 0x74;
         }
       }
       item.skipped(s.end);
-    } else if (item.keyIs('status')) {
+    } else if (item.keyLength === 'status'.length && item.keyIs('status')) {
       seen = once(seen, 16);
       if (b[item.valueStart] !== OPEN_OBJECT) continue;
       const s = statusCursor.open(b, item.valueStart);
       let ss = 0;
       while (s.next()) {
         if (s.keyEscaped) throw OBJECT_PATH;
-        if (s.keyIs('phase')) {
+        if (s.keyLength === 'phase'.length && s.keyIs('phase')) {
           ss = once(ss, 1);
           phase = fieldOf(s);
-        } else if (s.keyIs('podIP')) {
+        } else if (s.keyLength === 'podIP'.length && s.keyIs('podIP')) {
           ss = once(ss, 2);
           podIP = fieldOf(s);
-        } else if (s.keyIs('nominatedNodeName')) {
+        } else if (s.keyLength === 'nominatedNodeName'.length && s.keyIs('nominatedNodeName')) {
           ss = once(ss, 4);
           nominatedNodeName = fieldOf(s);
-        } else if (s.keyIs('podIPs')) {
+        } else if (s.keyLength === 'podIPs'.length && s.keyIs('podIPs')) {
           ss = once(ss, 8);
           if (b[s.valueStart] === OPEN_ARRAY) {
             const ips = JSON.parse(b.toString('utf8', s.valueStart, s.skip())) as Array<{ ip?: unknown } | null>;

@@ -278,6 +278,55 @@ function fieldOf(c: MemberCursor): string {
   return stringAt(c.b as Buffer, c.valueStart, c.valueEnd, esc);
 }
 
+/**
+ * The last few values read of a field that most pods share with others (a namespace, a restart policy, a phase), by
+ * their JSON bytes: a value whose bytes equal one of them is that string, interned already. Making a string of the
+ * bytes, hashing it and looking it up to intern it cost ~1,000 instructions a value; comparing the bytes, ~100.
+ */
+interface RecentValues {
+  /** A copy of each value's JSON, quotes included (the page's buffer is reused). */
+  readonly json: Uint8Array[];
+  readonly values: string[];
+  next: number;
+}
+
+const RECENT_VALUES = 4;
+
+function recentValues(): RecentValues {
+  return { json: [], values: [], next: 0 };
+}
+
+const recentNamespaces = recentValues();
+const recentRestartPolicies = recentValues();
+const recentSchedulerNames = recentValues();
+const recentServiceAccounts = recentValues();
+const recentPhases = recentValues();
+
+/** As fieldOf, interned (shared: one of the field's recent values when its bytes are). */
+function sharedFieldOf(c: MemberCursor, recent: RecentValues): string {
+  const b = c.b;
+  const start = c.valueStart;
+  if (b[start] !== QUOTE) {
+    c.skip();
+    return '';
+  }
+  const esc = c.stringValue();
+  const n = c.valueEnd - start;
+  const json = recent.json;
+  next: for (let k = 0; k < json.length; k++) {
+    const v = json[k]!;
+    if (v.length !== n) continue;
+    for (let j = 0; j < n; j++) if (b[start + j] !== v[j]) continue next;
+    return recent.values[k]!;
+  }
+  const value = intern(stringAt(b as Buffer, start, c.valueEnd, esc));
+  const k = recent.next;
+  recent.next = k + 1 === RECENT_VALUES ? 0 : k + 1;
+  json[k] = new Uint8Array(b.subarray(start, c.valueEnd));
+  recent.values[k] = value;
+  return value;
+}
+
 /** Marks a key as read; a key read twice (JSON.parse keeps the last) is left to the object path. */
 function once(seen: number, bit: number): number {
   if (seen & bit) throw OBJECT_PATH;
@@ -591,7 +640,8 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
           name = stringOf(m);
         } else if (m.keyLength === 'namespace'.length && m.keyIs('namespace')) {
           ms = once(ms, 2);
-          namespace = intern(stringOf(m));
+          if (b[m.valueStart] !== QUOTE) throw OBJECT_PATH;
+          namespace = sharedFieldOf(m, recentNamespaces);
         } else if (m.keyLength === 'resourceVersion'.length && m.keyIs('resourceVersion')) {
           ms = once(ms, 4);
           memberRV = stringOf(m);
@@ -630,13 +680,13 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
           nodeName = fieldOf(s);
         } else if (s.keyLength === 'restartPolicy'.length && s.keyIs('restartPolicy')) {
           ss = once(ss, 2);
-          restartPolicy = fieldOf(s);
+          restartPolicy = sharedFieldOf(s, recentRestartPolicies);
         } else if (s.keyLength === 'schedulerName'.length && s.keyIs('schedulerName')) {
           ss = once(ss, 4);
-          schedulerName = fieldOf(s);
+          schedulerName = sharedFieldOf(s, recentSchedulerNames);
         } else if (s.keyLength === 'serviceAccountName'.length && s.keyIs('serviceAccountName')) {
           ss = once(ss, 8);
-          serviceAccountName = fieldOf(s);
+          serviceAccountName = sharedFieldOf(s, recentServiceAccounts);
         } else if (s.keyLength === 'hostNetwork'.length && s.keyIs('hostNetwork')) {
           ss = once(ss, 16);
           hostNetwork = b[s.valueStart] === 0x74;
@@ -652,7 +702,7 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
         if (s.keyEscaped) throw OBJECT_PATH;
         if (s.keyLength === 'phase'.length && s.keyIs('phase')) {
           ss = once(ss, 1);
-          phase = fieldOf(s);
+          phase = sharedFieldOf(s, recentPhases);
         } else if (s.keyLength === 'podIP'.length && s.keyIs('podIP')) {
           ss = once(ss, 2);
           podIP = fieldOf(s);

@@ -200,6 +200,32 @@ describe('encodeListBytes on realistic pods', () => {
     expect(page.fields[0]!['status.podIP']).toBe('10.0.0.1');
   });
 
+  it("reads shared fields right whatever the values read before them (the intake's recent values)", () => {
+    // Each of these fields is read by comparing its bytes with the last few values read: values of one length,
+    // more values than are kept, an escaped spelling of a value kept, empty strings and values that are not strings.
+    const values = ['Always', 'Alwayz', 'OnFailure', 'Never', 'ESCAPED', 'Always', '', 'a', 'b', 'c', 'd', 'e', 'Always'];
+    const pods = values.map((v, i) => {
+      const p = realPod(40 + i);
+      p.metadata.namespace = i % 2 ? `ns-${v}` : v;
+      const spec = p.spec as Record<string, unknown>;
+      spec.restartPolicy = v;
+      spec.schedulerName = `${v}-scheduler`;
+      spec.serviceAccountName = i === 3 ? 5 : v;
+      (p.status as Record<string, unknown>).phase = i === 4 ? null : v;
+      return p;
+    });
+    // JSON.stringify spells every value plainly: the escape is written in afterwards.
+    const text = podList(pods).replaceAll('ESCAPED', 'Alw\\u0061ys');
+    expect(text).toContain('"restartPolicy":"Alw\\u0061ys"');
+    const [page] = samePods(text, { viaBytes: true });
+    const read = values.map((v) => (v === 'ESCAPED' ? 'Always' : v));
+    expect(page!.fields.map((f) => f['spec.restartPolicy'])).toEqual(read);
+    expect(page!.fields.map((f) => f['spec.schedulerName'])).toEqual(read.map((v) => `${v}-scheduler`));
+    expect(page!.fields.map((f) => f['status.phase'])).toEqual(read.map((v, i) => (i === 4 ? '' : v)));
+    expect(page!.fields.map((f) => f['spec.serviceAccountName'])).toEqual(read.map((v, i) => (i === 3 ? '' : v)));
+    expect(page!.namespaces).toEqual(read.map((v, i) => (i % 2 ? `ns-${v}` : v)));
+  });
+
   it('equals encodeList for labels absent, {} and several, namespace and resourceVersion absent', () => {
     const pods = [0, 1, 2, 3, 4].map((i) => realPod(10 + i));
     delete pods[0]!.metadata.labels;

@@ -44,7 +44,10 @@ describe('kindOf', () => {
     expect(kindOf('WebAssembly: the JSON scan')).toBe('the WebAssembly scan');
     expect(kindOf('next (src/api/jsonbytes.ts)')).toBe("the gateway's JavaScript");
     expect(kindOf('copy (node:buffer)')).toBe("Node.js's JavaScript (buffer)");
-    expect(kindOf('v8::internal::Scavenger::ScavengeObject')).toBe('garbage collection');
+    expect(kindOf('v8::internal::Scavenger::ScavengeObject')).toBe('young collections');
+    expect(kindOf('v8::internal::Scavenger::EvacuateInPlaceInternalizableString')).toBe('young collections');
+    expect(kindOf('v8::internal::MarkingVisitorBase::ProcessStrongHeapObject')).toBe('full collections');
+    expect(kindOf('v8::internal::Sweeper::RawSweep')).toBe('full collections');
     expect(kindOf('v8::internal::compiler::GraphReducer::ReduceTop')).toBe('compiling and interpreting');
     expect(kindOf('__memcpy_avx_unaligned_erms (libc)')).toBe('libc (memcpy)');
     expect(kindOf('Builtins_LoadIC')).toBe('V8 builtins');

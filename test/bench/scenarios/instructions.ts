@@ -1,16 +1,21 @@
 // The cache's instructions per pod taken in, counted by valgrind's callgrind: a figure that does not move with the
 // machine's speed. On the shared benchmark VM the same cold sync took anywhere from ~45 to ~70 s as the host's load
-// drifted, so timed runs cannot tell apart changes worth less than ~10%; this count repeats within ~0.2% (two runs of
-// the same code: 131,151 and 130,944 a pod).
+// drifted, so timed runs cannot tell apart changes worth less than ~10%; this count repeats within ~1% (two runs of
+// one code: 122,091 and 122,895 a pod).
 //
 // How: the intake alone (test/bench/tools/intake-probe.mjs over the compiled sources, the main thread's path of a
 // cold sync: every member's list pages, one page of each member in turn) at two sizes, and the difference between
 // the two counts over the difference in pods, so that start-up, compilation of the code and the module's loading
-// cancel out. node runs with V8's --predictable (the GC's and the compiler's work on the one thread, and heuristics
-// that do not read the clock; with --single-threaded alone two runs gave 133,641 and 137,559, the collections and
-// compilations differing), the young generation the gateway runs with (src/cache/younggen.ts), and --perf-basic-prof,
-// whose map of compiled code names the JavaScript functions callgrind sees only as addresses. What no map names is
-// the WebAssembly JSON scan (src/api/jsonscan.ts): with the scan turned off no unnamed code is left.
+// cancel out. node runs with V8's --predictable and --predictable-gc-schedule: the GC's and the compiler's work on
+// the one thread, and the heap's limits fixed rather than grown as the clock and the heap's history say. Without the
+// second, the full collections fell in or out of the counted stretch from run to run (two runs of one code, with the
+// gateway's 64 MiB young generation: 117,956 and 123,911, full collections 3,070 and 7,109 of them; with
+// --single-threaded alone, 133,641 and 137,559 for the code before). The collections are V8's fixed schedule then,
+// not the gateway's (src/cache/younggen.ts), and are counted apart (byKind), so that changes compare without them:
+// the scan and the gateway's JavaScript repeat to within a few instructions a pod.
+// --perf-basic-prof's map of compiled code names the JavaScript functions callgrind sees only as addresses. What no
+// map names is the WebAssembly JSON scan (src/api/jsonscan.ts): with the scan turned off no unnamed code is left,
+// and with --no-liftoff its count is the same (the probe runs its optimized tier).
 // FLEETGATE_BENCH_INSTRUCTIONS_FLAGS replaces those node flags (--perf-basic-prof is always given).
 
 import { spawn, spawnSync } from 'node:child_process';
@@ -18,14 +23,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { RECOMMENDED_SEMI_SPACE_MB } from '../../../src/cache/younggen.js';
 import { SimCluster } from '../../sim/cluster.js';
 import { seedPods } from '../../sim/fleet.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
 const PROBE = join(ROOT, 'test', 'bench', 'tools', 'intake-probe.mjs');
 const PAGE = 500;
-const NODE_FLAGS = (process.env.FLEETGATE_BENCH_INSTRUCTIONS_FLAGS ?? `--predictable --max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB} --random-seed=1`).split(' ').filter(Boolean);
+const NODE_FLAGS = (process.env.FLEETGATE_BENCH_INSTRUCTIONS_FLAGS ?? '--predictable --predictable-gc-schedule --random-seed=1').split(' ').filter(Boolean);
 
 export interface IntakeInstructions {
   members: number;
@@ -88,7 +92,12 @@ function writePages(dir: string, members: number, perMember: number): void {
     const name = `member-${String(m + 1).padStart(3, '0')}`;
     const cluster = new SimCluster(name);
     seedPods(cluster, name, perMember, 10);
-    const items = cluster.list('', 'pods');
+    // The same bytes every run: the sim gives each pod a random uid and its creation time.
+    const items = cluster.list('', 'pods').map((pod, i) => {
+      pod.metadata.uid = `00000000-0000-4000-8000-${String(m).padStart(4, '0')}${String(i).padStart(8, '0')}`;
+      pod.metadata.creationTimestamp = '2026-01-01T00:00:00Z';
+      return pod;
+    });
     const rv = String(cluster.clock.current());
     for (let from = 0; from < items.length; from += PAGE) {
       const more = from + PAGE < items.length;
@@ -185,7 +194,9 @@ export function kindOf(name: string): string {
   if (name.startsWith('WebAssembly')) return 'the WebAssembly scan';
   if (/\(src\//.test(name)) return 'the gateway\'s JavaScript';
   if (/\(node:/.test(name)) return 'Node.js\'s JavaScript (buffer)';
-  if (/Scaveng|Mark|Sweep|Heap|heap::|GC|Evacuat|Remembered|Slot/.test(name)) return 'garbage collection';
+  if (/Scaveng/.test(name)) return 'young collections';
+  if (/Mark|Sweep|Compact|RecordMigrated|Evacuat/.test(name)) return 'full collections';
+  if (/Heap|heap::|GC|Remembered|Slot/.test(name)) return 'young collections';
   if (/compiler::|maglev|Compil|Turbofan|Parser|Bytecode|Interpreter|baseline/i.test(name)) return 'compiling and interpreting';
   if (/\(libc\)/.test(name)) return 'libc (memcpy)';
   if (/^Builtins_|^V8 Builtin/.test(name)) return 'V8 builtins';
@@ -201,7 +212,7 @@ export function describeInstructions(r: IntakeInstructions): string {
     .join(', ');
   const top = r.top.map((t) => `${t.name} ${n(t.perPod)}`).join(', ');
   return (
-    `instructions per pod taken in (test/bench/scenarios/instructions.ts: valgrind's callgrind over the intake alone, ${n(r.sizes[0] * r.members)} and ${n(r.sizes[1] * r.members)} pods of ${r.members} members, the difference over the difference in pods; the same on any machine, within ~0.2% between runs of the same code): ${n(r.perPod)}. ` +
+    `instructions per pod taken in (test/bench/scenarios/instructions.ts: valgrind's callgrind over the intake alone, ${n(r.sizes[0] * r.members)} and ${n(r.sizes[1] * r.members)} pods of ${r.members} members, the difference over the difference in pods; the same on any machine, within ~1% between runs of the same code; the collections are V8's predictable schedule, not the gateway's): ${n(r.perPod)}. ` +
     `By kind: ${kinds}. Costliest functions: ${top}`
   );
 }

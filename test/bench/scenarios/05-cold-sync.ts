@@ -67,6 +67,7 @@ export const run: Scenario = async ({ quick, log }) => {
       : `${round(ms / 1000, 1)} s against ${round(goalMs / 1000, 1)} s, ${round(ms / goalMs, 1)}× the goal (${round((ms - goalMs) / 1000, 1)} s over). ` +
         `The sync waits on the gateway's main thread, which ingests every page: it was on a core ${round((mainThreadRunMs / ms) * 100, 0)}% of the sync (${round(mainThreadRunMs / 1000, 1)} s) and waited for one another ${round(mainThreadWaitMs / 1000, 1)} s, ` +
         `while the machine's ${availableParallelism()} cores, shared with the members' process serving ~5 GB of lists and the gateway's GC and touch-ahead threads, were idle ${round(machineIdleShare * 100, 0)}% of it. ` +
+        `This VM's speed drifts: in this run the members' process generated its pods in ${round(fleet.membersGenerateMs / 1000, 0)} s (members_generate_s; ~65 s on a fast stretch, 108-134 s on slow ones), so compare runs by that and by the instruction count below. ` +
         "In a node --cpu-prof of a 1M sync in the third round of 2026-11-28 (52.8 s under the profiler), that thread spent 16.0 s taking the pages in (encodeListBytes: 4.0 s of it the WebAssembly scan checking every byte as JSON, since the bytes are served as they are, the rest walking the ~40 members each pod is read for, copying it with its edits and making its labels and fields; 18.8 s with the scan's first form and 23.4 s for the commit before, whose byte scanner checked in JavaScript, in profiles of the same round), 15.9 s storing (9.7 s of it copying each pod into the cache's slab: first writes, where a slab was not made resident ahead, 41 of 108 in that run; 5.3 s in the first form's profile, where 23 of 110 were not), 2.7 s copying socket reads into the lists' buffers and 4.4 s collecting; " +
         `its first writes to fresh pages cost this VM ${round(usPerPage, 1)} µs each once ~5 GiB of the machine's memory is in use (bare metal: well under 1 µs), and ${mainThreadMinorFaults.toLocaleString('en-US')} of the process's ${minorFaults.toLocaleString('en-US')} were the main thread's (the touch-ahead thread makes the cache's next slabs resident during the lists: ${touchAhead.taken} were ready in time; ${touchAhead.missed} times the next was still being made, and since the third round of 2026-11-28 a slab of the base 4 MiB stands in for it, faulted in on the main thread, where a whole 64 MiB slab was before). ` +
         'That price is the host backing the page, not the fault: populating 1 GiB with MADV_POPULATE_WRITE, MAP_POPULATE or a read from /dev/zero cost the same per page as touching it (test/bench/tools/firsttouch.c, with 7 GiB in use, three rounds: 11.3-15.7 µs a page against 12.1-12.5 µs touched), so no way of asking for the memory avoids it. ' +
@@ -149,6 +150,9 @@ export const run: Scenario = async ({ quick, log }) => {
         gateway_heap_bytes_per_pod: round(mem.heapUsed / total),
         gateway_buffer_bytes_per_pod: round(mem.arrayBuffers / total),
         sim_rss_MiB: round(simMem.rss / 2 ** 20),
+        // The members' process generating its pods, before the gateway starts: the same work every run, a yardstick
+        // of the VM's speed in this run (~65 s for 1M on a fast stretch, 108-134 s on slow ones).
+        members_generate_s: round(fleet.membersGenerateMs / 1000, 1),
       },
       met,
       bound,

@@ -48,6 +48,11 @@ export interface ScaleFleet {
   coldSync: { minorFaults: number; mainThreadMinorFaults: number; mainThreadRunMs: number; mainThreadWaitMs: number; hostStealShare: number; machineIdleShare: number; touchAhead: TouchAheadStats; intakePages: { bytes: number; objects: number; scanned: number } };
   /** Gateway start to its pods' selector index built (after ready: Store.buildIndex). */
   indexBuiltMs: number;
+  /**
+   * ms the members' process took to generate its pods before the gateway started: the same work every run, so a
+   * yardstick of how fast the VM ran (~65 s for 1M on a fast stretch of the benchmark VM, 108-134 s on slow ones).
+   */
+  membersGenerateMs: number;
   /** The first member, straight (admin token): the baseline for reads the gateway serves from its cache. */
   firstMember: ClusterEndpoint;
   /** Sends a command to the sim child (churn, ceiling...). */
@@ -177,6 +182,7 @@ export async function startScale(o: ScaleOptions): Promise<ScaleFleet> {
       coldSyncCpuMs: g.coldSyncCpuMs,
       coldSync: g.coldSync,
       indexBuiltMs: g.indexBuiltMs,
+      membersGenerateMs: sim.seedMs,
       firstMember: sim.firstMember,
       sim: (cmd) => sim.call(cmd),
       gw: (cmd) => gwChild.call(cmd),

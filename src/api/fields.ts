@@ -358,8 +358,8 @@ function shared(v: string): string {
 /**
  * Selectable fields whose values many objects share (a node, a namespace, a phase), kept once per process
  * (src/api/intern.ts) in the sets a cache holds. Names, uids and IPs are an object's own and left as they are.
+ * podFieldSet interns the same pod fields as it makes a set.
  */
-// podFieldSet interns the same fields of the sets it makes.
 const SHARED_POD_FIELDS = ['spec.nodeName', 'spec.restartPolicy', 'spec.schedulerName', 'spec.serviceAccountName', 'status.phase', 'status.nominatedNodeName', 'metadata.namespace'];
 const SHARED_EVENT_FIELDS = ['involvedObject.kind', 'involvedObject.namespace', 'involvedObject.apiVersion', 'involvedObject.fieldPath', 'reason', 'reportingComponent', 'source', 'type', 'metadata.namespace'];
 

@@ -5,7 +5,7 @@
 
 import { availableParallelism } from 'node:os';
 import { round, type Scenario } from '../lib.js';
-import { countIntakeInstructions, describeInstructions, type IntakeInstructions } from './instructions.js';
+import { countIntakeInstructions, describeInstructions, KIND, type IntakeInstructions } from './instructions.js';
 import { scaleFor, scaleNote, startScale, timedGet } from './scale.js';
 
 export const run: Scenario = async ({ quick, log }) => {
@@ -25,6 +25,8 @@ export const run: Scenario = async ({ quick, log }) => {
       log(`05: instructions per pod ${notCounted}`);
     }
   }
+  // Per pod, by the kinds the figures and the bound name.
+  const kind = (k: string) => Math.round(counted?.byKind[k] ?? 0);
   const fleet = await startScale({ members, podsPerMember, log });
   try {
     const mem = await fleet.gw({ op: 'rss' });
@@ -72,7 +74,7 @@ export const run: Scenario = async ({ quick, log }) => {
         `its first writes to fresh pages cost this VM ${round(usPerPage, 1)} µs each once ~5 GiB of the machine's memory is in use (bare metal: well under 1 µs), and ${mainThreadMinorFaults.toLocaleString('en-US')} of the process's ${minorFaults.toLocaleString('en-US')} were the main thread's (the touch-ahead thread makes the cache's next slabs resident during the lists: ${touchAhead.taken} were ready in time; ${touchAhead.missed} times the next was still being made, and since the third round of 2026-11-28 a slab of the base 4 MiB stands in for it, faulted in on the main thread, where a whole 64 MiB slab was before). ` +
         'That price is the host backing the page, not the fault: populating 1 GiB with MADV_POPULATE_WRITE, MAP_POPULATE or a read from /dev/zero cost the same per page as touching it (test/bench/tools/firsttouch.c, with 7 GiB in use, three rounds: 11.3-15.7 µs a page against 12.1-12.5 µs touched), so no way of asking for the memory avoids it. ' +
         (counted
-          ? `Counted rather than timed, the intake alone came to ${Math.round(counted.perPod).toLocaleString('en-US')} instructions a pod (the WebAssembly scan ${Math.round(counted.byKind['the WebAssembly scan'] ?? 0).toLocaleString('en-US')}, the gateway's JavaScript ${Math.round(counted.byKind["the gateway's JavaScript"] ?? 0).toLocaleString('en-US')}, the heap's collections ${Math.round((counted.byKind['young collections'] ?? 0) + (counted.byKind['full collections'] ?? 0)).toLocaleString('en-US')}, V8's builtins and runtime most of the rest; valgrind's callgrind, see the notes), a figure that does not move with the VM's speed. `
+          ? `Counted rather than timed, the intake alone came to ${Math.round(counted.perPod).toLocaleString('en-US')} instructions a pod (the WebAssembly scan ${kind(KIND.scan).toLocaleString('en-US')}, the gateway's JavaScript ${kind(KIND.gatewayJS).toLocaleString('en-US')}, the heap's collections ${(kind(KIND.youngGC) + kind(KIND.fullGC)).toLocaleString('en-US')}, V8's builtins and runtime most of the rest; valgrind's callgrind, see the notes), a figure that does not move with the VM's speed. `
           : '') +
         `Under ${round(goalMs / 1000, 1)} s here needs the main thread's work per pod cut to ~${round((goalMs / ms) * 100, 0)}% of what it is, by doing less or by moving it to other threads at little extra CPU: the cores had ${round((machineIdleShare * availableParallelism() * ms) / 1000, 1)} s of CPU idle over the sync, but every trial of parsing in worker threads (cache.intakeWorkers; 95.9 s at 1M in the ninth round) added more CPU than it took off the main thread (see the notes)`;
     if (!met) {
@@ -120,11 +122,11 @@ export const run: Scenario = async ({ quick, log }) => {
         // Counted, not timed (instructions.ts): the intake alone, under callgrind, the same on a slow or a fast VM.
         ...(counted && {
           intake_instructions_per_pod: Math.round(counted.perPod),
-          intake_instructions_scan_per_pod: Math.round(counted.byKind['the WebAssembly scan'] ?? 0),
-          intake_instructions_gateway_js_per_pod: Math.round(counted.byKind["the gateway's JavaScript"] ?? 0),
-          intake_instructions_young_gc_per_pod: Math.round(counted.byKind['young collections'] ?? 0),
-          // Falls in or out of the counted stretch with where the heap's limits lie (instructions.ts).
-          intake_instructions_full_gc_per_pod: Math.round(counted.byKind['full collections'] ?? 0),
+          intake_instructions_scan_per_pod: kind(KIND.scan),
+          intake_instructions_gateway_js_per_pod: kind(KIND.gatewayJS),
+          // V8's predictable schedule of collections, not the gateway's (instructions.ts).
+          intake_instructions_young_gc_per_pod: kind(KIND.youngGC),
+          intake_instructions_full_gc_per_pod: kind(KIND.fullGC),
         }),
         gateway_minor_faults: minorFaults,
         // Of them, the main thread's: the rest are the touch-ahead thread's (slabs made resident before the copy into
@@ -150,8 +152,7 @@ export const run: Scenario = async ({ quick, log }) => {
         gateway_heap_bytes_per_pod: round(mem.heapUsed / total),
         gateway_buffer_bytes_per_pod: round(mem.arrayBuffers / total),
         sim_rss_MiB: round(simMem.rss / 2 ** 20),
-        // The members' process generating its pods, before the gateway starts: the same work every run, a yardstick
-        // of the VM's speed in this run (~65 s for 1M on a fast stretch, 108-134 s on slow ones).
+        // A yardstick of the VM's speed in this run (ScaleFleet.membersGenerateMs).
         members_generate_s: round(fleet.membersGenerateMs / 1000, 1),
       },
       met,

@@ -189,18 +189,30 @@ export function functionName(raw: string, nameAt: (addr: number) => string | und
   return obj.includes('libc') ? `${name} (libc)` : name;
 }
 
-/** Kinds of code, to say where the instructions go in a line. */
+/** Kinds of code, to say where the instructions go in a line (the keys of IntakeInstructions.byKind). */
+export const KIND = {
+  scan: 'the WebAssembly scan',
+  gatewayJS: "the gateway's JavaScript",
+  nodeJS: "Node.js's JavaScript (buffer)",
+  youngGC: 'young collections',
+  fullGC: 'full collections',
+  compiler: 'compiling and interpreting',
+  libc: 'libc (memcpy)',
+  builtins: 'V8 builtins',
+  runtime: 'V8 and Node.js runtime (C++)',
+} as const;
+
 export function kindOf(name: string): string {
-  if (name.startsWith('WebAssembly')) return 'the WebAssembly scan';
-  if (/\(src\//.test(name)) return 'the gateway\'s JavaScript';
-  if (/\(node:/.test(name)) return 'Node.js\'s JavaScript (buffer)';
-  if (/Scaveng/.test(name)) return 'young collections';
-  if (/Mark|Sweep|Compact|RecordMigrated|Evacuat/.test(name)) return 'full collections';
-  if (/Heap|heap::|GC|Remembered|Slot/.test(name)) return 'young collections';
-  if (/compiler::|maglev|Compil|Turbofan|Parser|Bytecode|Interpreter|baseline/i.test(name)) return 'compiling and interpreting';
-  if (/\(libc\)/.test(name)) return 'libc (memcpy)';
-  if (/^Builtins_|^V8 Builtin/.test(name)) return 'V8 builtins';
-  return 'V8 and Node.js runtime (C++)';
+  if (name.startsWith('WebAssembly')) return KIND.scan;
+  if (/\(src\//.test(name)) return KIND.gatewayJS;
+  if (/\(node:/.test(name)) return KIND.nodeJS;
+  if (/Scaveng/.test(name)) return KIND.youngGC;
+  if (/Mark|Sweep|Compact|RecordMigrated|Evacuat/.test(name)) return KIND.fullGC;
+  if (/Heap|heap::|GC|Remembered|Slot/.test(name)) return KIND.youngGC;
+  if (/compiler::|maglev|Compil|Turbofan|Parser|Bytecode|Interpreter|baseline/i.test(name)) return KIND.compiler;
+  if (/\(libc\)/.test(name)) return KIND.libc;
+  if (/^Builtins_|^V8 Builtin/.test(name)) return KIND.builtins;
+  return KIND.runtime;
 }
 
 /** One line for a note: the count, by kind and the costliest functions. */

@@ -41,7 +41,12 @@ export function watchForChanges(o: WatchOptions): FileWatcher {
     }
     running = true;
     try {
-      lastSignature = await o.signature().catch(() => lastSignature);
+      // fs.watch reports every file of the directory, and the watched files often share it with files that change
+      // all the time (the demo writes its audit log next to its certificates): without this, every audited request
+      // reloaded the serving certificate, key and CRL.
+      const s = await o.signature().catch(() => undefined);
+      if (s !== undefined && s === lastSignature) return;
+      if (s !== undefined) lastSignature = s;
       await o.onChange();
     } catch (e) {
       o.onError(e);

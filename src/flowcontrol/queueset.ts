@@ -97,6 +97,12 @@ export interface QueueSet {
   totRequestsWaiting: number;
   totRequestsExecuting: number;
   totSeatsInUse: number;
+  /**
+   * Queues with a request waiting or executing, and the seats those requests hold or ask for: the rate R advances
+   * at. Kept as requests come and go instead of summed over every queue (128 a level by default) twice a request.
+   */
+  activeQueues: number;
+  seatsRequested: number;
   /** Executing requests by width (seats -> count): backfill asks for the widest. */
   executingWidths: Map<number, number>;
   hand: number[];
@@ -117,6 +123,8 @@ export function newQueueSet(name: string, cfg: QueuingConfig, concurrencyLimit: 
     totRequestsWaiting: 0,
     totRequestsExecuting: 0,
     totSeatsInUse: 0,
+    activeQueues: 0,
+    seatsRequested: 0,
     executingWidths: new Map(),
     hand: [],
   };
@@ -169,20 +177,30 @@ export function startRequest(qs: QueueSet, flow: FlowHooks, seats: number, kind:
     beginExecution(qs, req);
     return req;
   }
-  const queue = qs.queues[shuffleShard(qs, hash)]!;
+  const index = shuffleShard(qs, hash);
+  const queue = qs.queues[index]!;
   if (qs.totSeatsInUse >= qs.concurrencyLimit && queue.waiting.length >= qs.cfg.queueLengthLimit) {
     flow.rejected('queue-full');
     return 'queue-full';
   }
-  if (queue.waiting.length === 0 && queue.executing === 0) queue.nextDispatchR = qs.currentR;
+  if (queue.waiting.length === 0 && queue.executing === 0) {
+    queue.nextDispatchR = qs.currentR;
+    qs.activeQueues++;
+  }
   req.queue = queue;
   queue.waiting.push(req);
   queue.waitingSeats += seats;
+  qs.seatsRequested += seats;
   qs.totRequestsWaiting++;
   flow.queued(1, seats);
   flow.queueLength(queue.waiting.length);
   boundNextDispatch(queue);
-  dispatchAsMuchAsPossible(qs);
+  if (qs.totRequestsWaiting === 1) {
+    // The only request waiting is this one: dispatchOne's scan of every queue would find its queue alone.
+    if (qs.totSeatsInUse < qs.concurrencyLimit && qs.global[kind].inUse < qs.global[kind].limit) dispatchHead(qs, queue, index);
+  } else {
+    dispatchAsMuchAsPossible(qs);
+  }
   if (req.state === 'waiting') {
     req.timer = setTimeout(() => leaveQueue(req, 'time-out'), Math.max(0, waitLimitMs));
     req.timer.unref?.();
@@ -218,6 +236,8 @@ export function finishRequest(req: QueuedRequest): void {
   if (q) {
     q.executing--;
     q.seatsInUse -= req.seats;
+    qs.seatsRequested -= req.seats;
+    if (q.executing === 0 && q.waiting.length === 0) qs.activeQueues--;
     // Charge (or credit) the queue for the real service time instead of the estimate it was dispatched with.
     const actual = (qs.now() - req.startTime) / 1000;
     q.nextDispatchR += req.seats * (actual - ESTIMATED_SERVICE_SECONDS);
@@ -234,6 +254,8 @@ function leaveQueue(req: QueuedRequest, reason: 'time-out' | 'cancelled'): void 
   const i = q.waiting.indexOf(req);
   if (i >= 0) q.waiting.splice(i, 1);
   q.waitingSeats -= req.seats;
+  qs.seatsRequested -= req.seats;
+  if (q.executing === 0 && q.waiting.length === 0) qs.activeQueues--;
   qs.totRequestsWaiting--;
   if (req.timer) clearTimeout(req.timer);
   req.state = 'rejected';
@@ -252,14 +274,8 @@ function syncTime(qs: QueueSet): void {
   const now = qs.now();
   const dt = (now - qs.lastRealTime) / 1000;
   qs.lastRealTime = now;
-  if (dt <= 0) return;
-  let active = 0;
-  let seatsRequested = 0;
-  for (const q of qs.queues) {
-    seatsRequested += q.seatsInUse + q.waitingSeats;
-    if (q.waiting.length > 0 || q.executing > 0) active++;
-  }
-  if (active > 0) qs.currentR += (Math.min(seatsRequested, qs.concurrencyLimit) / active) * dt;
+  if (dt <= 0 || qs.activeQueues === 0) return;
+  qs.currentR += (Math.min(qs.seatsRequested, qs.concurrencyLimit) / qs.activeQueues) * dt;
 }
 
 /** The least loaded queue (by waiting work) of the flow's hand, starting the scan at a rotating offset. */
@@ -327,6 +343,13 @@ function dispatchOne(qs: QueueSet): boolean {
     }
   }
   if (!minQueue) return false;
+  return dispatchHead(qs, minQueue, minIndex);
+}
+
+/** Dispatches the head of q, the queue whose turn it is (or, when that head does not fit, a backfill's). */
+function dispatchHead(qs: QueueSet, q: Queue, index: number): boolean {
+  let minQueue = q;
+  let minIndex = index;
   let req = minQueue.waiting[0]!;
   if (!canAccommodate(qs, req.seats, req.kind)) {
     const b = backfill(qs, minQueue, req.seats);

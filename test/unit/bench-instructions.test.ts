@@ -2,7 +2,7 @@
 // the report lists them, so they must not carry addresses, argument lists or build paths.
 
 import { describe, expect, it } from 'vitest';
-import { functionName, kindOf } from '../bench/scenarios/instructions.js';
+import { functionName, functionsOfAnnotation, kindOf } from '../bench/scenarios/instructions.js';
 
 const map = (addr: number) =>
   addr === 0xd076b00 ? 'JS:*next file:///work/main/dist/src/api/jsonbytes.js:317:9' : addr === 0xd0764c0 ? 'JS:^copy node:buffer:826:16' : addr === 0x1928ac0 ? 'Builtin:IterableToFixedArrayForWasm' : undefined;
@@ -52,5 +52,27 @@ describe('kindOf', () => {
     expect(kindOf('__memcpy_avx_unaligned_erms (libc)')).toBe('libc (memcpy)');
     expect(kindOf('Builtins_LoadIC')).toBe('V8 builtins');
     expect(kindOf('v8::internal::String::ComputeAndSetRawHash')).toBe('V8 and Node.js runtime (C++)');
+  });
+});
+
+describe('functionsOfAnnotation', () => {
+  it('sums self costs by name and leaves out the frames a mid-run dump charges with the whole stretch', () => {
+    const text = [
+      '--------------------------------------------------------------------------------',
+      '151,030,735 (100.0%)  PROGRAM TOTALS',
+      '--------------------------------------------------------------------------------',
+      'Ir                    file:function',
+      '151,030,735 (100.0%)  ./csu/../csu/libc-start.c:__libc_start_main@@GLIBC_2.34 [/usr/lib/x86_64-linux-gnu/libc.so.6]',
+      // The main thread's share: the libuv pool's threads ran the rest.
+      '150,912,001 (99.92%)  ???:node::SpinEventLoopInternal(node::Environment*) [/usr/bin/node]',
+      '  8,937,858 ( 5.92%)  ???:Builtins_LoadIC [/usr/bin/node]',
+      '  1,000,000 ( 0.66%)  ???:0x0000000000001000 [???]',
+      '    500,000 ( 0.33%)  ???:0x0000000000001010 [???]',
+    ].join('\n');
+    const fns = functionsOfAnnotation(text, (a) => (a >= 0x1000 && a < 0x1100 ? 'JS:*handle file:///x/dist/src/server/server.js:44:20' : undefined));
+    expect([...fns]).toEqual([
+      ['Builtins_LoadIC', 8_937_858],
+      ['handle (src/server/server.ts)', 1_500_000],
+    ]);
   });
 });

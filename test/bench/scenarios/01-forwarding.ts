@@ -121,6 +121,24 @@ export function loadInWorker(spec: LoadSpec): Promise<LoadResult> {
   });
 }
 
+/**
+ * What the forwarded GET reads, on the upstream: the ConfigMap, and a ClusterRole bound to group bench that may read
+ * it (the same user both ways, not system:masters, which is exempt from flow control).
+ */
+export async function seedForwardedRead(upstream: ClusterEndpoint): Promise<void> {
+  const put = async (path: string, body: object) => {
+    const r = await call(upstream, 'POST', path, { body });
+    if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+  };
+  await put('/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { greeting: 'hello', size: 'x'.repeat(512) } });
+  await put('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'bench-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] });
+  await put('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
+    metadata: { name: 'bench-reader' },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-reader' },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
+  });
+}
+
 const POLICY = `apiVersion: audit.k8s.io/v1
 kind: Policy
 rules:
@@ -139,18 +157,7 @@ export const run: Scenario = async ({ quick, log }) => {
     log('01: starting a real kube-apiserver + etcd');
     fleet = await startRealFleet({ members: [] });
     const cp = fleet.controlPlane;
-    const put = async (path: string, body: object) => {
-      const r = await call(cp.endpoint, 'POST', path, { body });
-      if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
-    };
-    await put('/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { greeting: 'hello', size: 'x'.repeat(512) } });
-    // The same user reads both ways (RBAC via its group), not system:masters: that group is exempt from flow control.
-    await put('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'bench-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] });
-    await put('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-      metadata: { name: 'bench-reader' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-reader' },
-      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
-    });
+    await seedForwardedRead(cp.endpoint);
     const gwKubeconfig = join(fleet.dir, 'gateway-identity.kubeconfig');
     writeFileSync(gwKubeconfig, buildKubeconfig({ name: 'control-plane', server: cp.url, caPem: cp.caPem, user: GATEWAY_USER, token: cp.gatewayToken }), { mode: 0o600 });
     const policy = join(fleet.dir, 'audit-policy.yaml');

@@ -37,7 +37,7 @@ import { createCA, issueClientCert, issueServingCert } from '../../../src/pki/in
 import { impersonationHeaders } from '../../../src/upstream/headers.js';
 import { RECOMMENDED_SEMI_SPACE_MB } from '../../../src/cache/younggen.js';
 import { GATEWAY_USER, startRealFleet } from '../../e2e/cluster.js';
-import { call } from '../../support/http.js';
+import { seedForwardedRead } from '../scenarios/01-forwarding.js';
 import { byFunction, instructionsUnavailable, KIND, kindOf } from '../scenarios/instructions.js';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
@@ -78,18 +78,7 @@ const fleet = await startRealFleet({ members: [] });
 const results: RequestInstructions[] = [];
 try {
   const cp = fleet.controlPlane;
-  const put = async (path: string, body: object) => {
-    const r = await call(cp.endpoint, 'POST', path, { body });
-    if (r.status !== 201 && r.status !== 409) throw new Error(`POST ${path}: ${r.status} ${r.text.slice(0, 300)}`);
-  };
-  // What scenario 1 reads, as the same kind of user.
-  await put('/api/v1/namespaces/default/configmaps', { metadata: { name: 'bench' }, data: { greeting: 'hello', size: 'x'.repeat(512) } });
-  await put('/apis/rbac.authorization.k8s.io/v1/clusterroles', { metadata: { name: 'bench-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'list'] }] });
-  await put('/apis/rbac.authorization.k8s.io/v1/clusterrolebindings', {
-    metadata: { name: 'bench-reader' },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'bench-reader' },
-    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'Group', name: 'bench' }],
-  });
+  await seedForwardedRead(cp.endpoint);
   const certs = join(work, 'certs');
   mkdirSync(certs);
   const servingCA = await createCA('request-instructions-ca');

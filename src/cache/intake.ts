@@ -268,14 +268,33 @@ function stringOf(c: MemberCursor): string {
   return stringAt(c.b as Buffer, c.valueStart, c.valueEnd, esc);
 }
 
-/** The current value if a string, else "" (as podFields reads a field that is not a string). */
-function fieldOf(c: MemberCursor): string {
-  if (c.b[c.valueStart] !== QUOTE) {
+/**
+ * The current value if a string, else "" (as podFields reads a field that is not a string). With recent, interned:
+ * one of the field's recent values when its bytes are one's.
+ */
+function fieldOf(c: MemberCursor, recent?: RecentValues): string {
+  const b = c.b;
+  const start = c.valueStart;
+  if (b[start] !== QUOTE) {
     c.skip();
     return '';
   }
   const esc = c.stringValue();
-  return stringAt(c.b as Buffer, c.valueStart, c.valueEnd, esc);
+  if (recent === undefined) return stringAt(b as Buffer, start, c.valueEnd, esc);
+  const n = c.valueEnd - start;
+  const json = recent.json;
+  next: for (let k = 0; k < json.length; k++) {
+    const v = json[k]!;
+    if (v.length !== n) continue;
+    for (let j = 0; j < n; j++) if (b[start + j] !== v[j]) continue next;
+    return recent.values[k]!;
+  }
+  const value = intern(stringAt(b as Buffer, start, c.valueEnd, esc));
+  const k = recent.next;
+  recent.next = k + 1 === RECENT_VALUES ? 0 : k + 1;
+  json[k] = new Uint8Array(b.subarray(start, c.valueEnd));
+  recent.values[k] = value;
+  return value;
 }
 
 /**
@@ -301,31 +320,6 @@ const recentRestartPolicies = recentValues();
 const recentSchedulerNames = recentValues();
 const recentServiceAccounts = recentValues();
 const recentPhases = recentValues();
-
-/** As fieldOf, interned (shared: one of the field's recent values when its bytes are). */
-function sharedFieldOf(c: MemberCursor, recent: RecentValues): string {
-  const b = c.b;
-  const start = c.valueStart;
-  if (b[start] !== QUOTE) {
-    c.skip();
-    return '';
-  }
-  const esc = c.stringValue();
-  const n = c.valueEnd - start;
-  const json = recent.json;
-  next: for (let k = 0; k < json.length; k++) {
-    const v = json[k]!;
-    if (v.length !== n) continue;
-    for (let j = 0; j < n; j++) if (b[start + j] !== v[j]) continue next;
-    return recent.values[k]!;
-  }
-  const value = intern(stringAt(b as Buffer, start, c.valueEnd, esc));
-  const k = recent.next;
-  recent.next = k + 1 === RECENT_VALUES ? 0 : k + 1;
-  json[k] = new Uint8Array(b.subarray(start, c.valueEnd));
-  recent.values[k] = value;
-  return value;
-}
 
 /** Marks a key as read; a key read twice (JSON.parse keeps the last) is left to the object path. */
 function once(seen: number, bit: number): number {
@@ -641,7 +635,7 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
         } else if (m.keyLength === 'namespace'.length && m.keyIs('namespace')) {
           ms = once(ms, 2);
           if (b[m.valueStart] !== QUOTE) throw OBJECT_PATH;
-          namespace = sharedFieldOf(m, recentNamespaces);
+          namespace = fieldOf(m, recentNamespaces);
         } else if (m.keyLength === 'resourceVersion'.length && m.keyIs('resourceVersion')) {
           ms = once(ms, 4);
           memberRV = stringOf(m);
@@ -680,13 +674,13 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
           nodeName = fieldOf(s);
         } else if (s.keyLength === 'restartPolicy'.length && s.keyIs('restartPolicy')) {
           ss = once(ss, 2);
-          restartPolicy = sharedFieldOf(s, recentRestartPolicies);
+          restartPolicy = fieldOf(s, recentRestartPolicies);
         } else if (s.keyLength === 'schedulerName'.length && s.keyIs('schedulerName')) {
           ss = once(ss, 4);
-          schedulerName = sharedFieldOf(s, recentSchedulerNames);
+          schedulerName = fieldOf(s, recentSchedulerNames);
         } else if (s.keyLength === 'serviceAccountName'.length && s.keyIs('serviceAccountName')) {
           ss = once(ss, 8);
-          serviceAccountName = sharedFieldOf(s, recentServiceAccounts);
+          serviceAccountName = fieldOf(s, recentServiceAccounts);
         } else if (s.keyLength === 'hostNetwork'.length && s.keyIs('hostNetwork')) {
           ss = once(ss, 16);
           hostNetwork = b[s.valueStart] === 0x74;
@@ -702,7 +696,7 @@ function addPod(b: Buffer, p: number, pp: PodPage): number {
         if (s.keyEscaped) throw OBJECT_PATH;
         if (s.keyLength === 'phase'.length && s.keyIs('phase')) {
           ss = once(ss, 1);
-          phase = sharedFieldOf(s, recentPhases);
+          phase = fieldOf(s, recentPhases);
         } else if (s.keyLength === 'podIP'.length && s.keyIs('podIP')) {
           ss = once(ss, 2);
           podIP = fieldOf(s);

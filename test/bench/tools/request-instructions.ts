@@ -173,15 +173,15 @@ async function countRun(
   const closed = new Promise<number | null>((resolve) => child.on('close', resolve));
   const started = Date.now();
   // The gateway logs the port it listens on (0 in its config); a bare hop prints its URL.
-  let url: string | undefined;
-  while (url === undefined) {
-    if (child.exitCode !== null || Date.now() - started > 600_000) throw new Error(`the ${gateway ? 'gateway' : 'hop'} did not start: ${output.slice(-2000)}`);
+  const listening = (): string | undefined => {
+    if (!gateway) return /URL (\S+)/.exec(output)?.[1];
     const port = /"port":(\d+)[^\n]*"fleetgate is serving"/.exec(output)?.[1];
-    url = gateway ? port && `https://127.0.0.1:${port}` : /URL (\S+)/.exec(output)?.[1];
-    if (!url) {
-      url = undefined;
-      await new Promise((r) => setTimeout(r, 250));
-    }
+    return port === undefined ? undefined : `https://127.0.0.1:${port}`;
+  };
+  let url: string | undefined;
+  while ((url = listening()) === undefined) {
+    if (child.exitCode !== null || Date.now() - started > 600_000) throw new Error(`the ${gateway ? 'gateway' : 'hop'} did not start: ${output.slice(-2000)}`);
+    await new Promise((r) => setTimeout(r, 250));
   }
   const pool = new Pool(url, { connections: 1, pipelining: 1, connect: { ca: caPem, cert: user.certPem, key: user.keyPem } });
   const get = async () => {

@@ -5,7 +5,7 @@
 import { isIP } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { parse as parseYaml } from 'yaml';
-import type { UserInfo } from '../api/user.js';
+import { isDeepFrozen, type UserInfo } from '../api/user.js';
 import type { RequestInfo } from '../request/requestinfo.js';
 import type { Request } from '../server/context.js';
 import type { Event, EventStatus, EventUser, Level, ObjectReference } from './types.js';
@@ -33,11 +33,26 @@ let lastMs = NaN;
 let lastPrefix = '';
 
 export function eventUser(u: UserInfo): EventUser {
+  const kept = eventUsers.get(u);
+  if (kept !== undefined) return kept;
   const out: EventUser = { username: u.username };
   if (u.uid) out.uid = u.uid;
   if (u.groups.length > 0) out.groups = u.groups;
   if (u.extra && Object.keys(u.extra).length > 0) out.extra = u.extra;
+  if (isDeepFrozen(u)) {
+    // A connection's or a token's user for good: every event of its requests shares one EventUser and its JSON.
+    Object.freeze(out);
+    eventUsers.set(u, out);
+    userJSONs.set(out, JSON.stringify(out));
+  }
   return out;
+}
+
+const eventUsers = new WeakMap<UserInfo, EventUser>();
+const userJSONs = new WeakMap<EventUser, string>();
+
+function userJSON(u: EventUser): string {
+  return userJSONs.get(u) ?? JSON.stringify(u);
 }
 
 /**
@@ -133,9 +148,92 @@ export function newEvent(i: NewEventInput): Event {
   };
 }
 
-/** One JSON line (no newline). Events hold only JSON data, so this never throws. */
+/**
+ * One JSON line (no newline), byte for byte JSON.stringify(ev). Events hold only JSON data, so this never throws.
+ *
+ * An audited request writes two to four events that differ only from objectRef on: the head and the caller's
+ * identity (requestURI to userAgent, most of a Metadata line) are made JSON once per event and kept on it,
+ * valid while the fields they were made from hold the same values (objects by identity: the user objects and the
+ * source IPs are never changed in place). A connection's user is made JSON once for all its requests (eventUser).
+ */
 export function eventJSON(ev: Event): string {
-  return JSON.stringify(ev);
+  const e = ev as KeptEvent;
+  let k = e[KEPT];
+  if (
+    k === undefined ||
+    k.kind !== ev.kind ||
+    k.apiVersion !== ev.apiVersion ||
+    k.level !== ev.level ||
+    k.auditID !== ev.auditID ||
+    k.requestURI !== ev.requestURI ||
+    k.verb !== ev.verb ||
+    k.user !== ev.user ||
+    k.impersonatedUser !== ev.impersonatedUser ||
+    k.sourceIPs !== ev.sourceIPs ||
+    k.userAgent !== ev.userAgent
+  ) {
+    k = keptParts(ev);
+    e[KEPT] = k;
+  }
+  // Both objects list every key in the Go field order; undefined values are left out as JSON.stringify leaves them.
+  const tail = JSON.stringify({
+    objectRef: ev.objectRef,
+    responseStatus: ev.responseStatus,
+    requestObject: ev.requestObject,
+    responseObject: ev.responseObject,
+    requestReceivedTimestamp: ev.requestReceivedTimestamp,
+    stageTimestamp: ev.stageTimestamp,
+    annotations: ev.annotations,
+  });
+  // The tail always has the two timestamps, so it is never "{}".
+  return k.head + (STAGE_JSON[ev.stage] ?? JSON.stringify(ev.stage)) + k.identity + tail.slice(1);
+}
+
+const KEPT = Symbol('event-json');
+
+interface KeptParts {
+  kind: string;
+  apiVersion: string;
+  level: Event['level'];
+  auditID: string;
+  requestURI: string;
+  verb: string;
+  user: Event['user'];
+  impersonatedUser: Event['impersonatedUser'];
+  sourceIPs: Event['sourceIPs'];
+  userAgent: Event['userAgent'];
+  /** '{"kind":…,"auditID":…,"stage":' */
+  head: string;
+  /** ',"requestURI":…' up to userAgent, then the comma before the tail's first key. */
+  identity: string;
+}
+
+interface KeptEvent extends Event {
+  [KEPT]?: KeptParts;
+}
+
+const STAGE_JSON: Record<string, string> = Object.fromEntries(['RequestReceived', 'ResponseStarted', 'ResponseComplete', 'Panic'].map((s) => [s, JSON.stringify(s)]));
+
+function keptParts(ev: Event): KeptParts {
+  // Each key as JSON.stringify writes it: in the Event's order, left out when undefined.
+  let identity = ',"requestURI":' + JSON.stringify(ev.requestURI) + ',"verb":' + JSON.stringify(ev.verb) + ',"user":' + userJSON(ev.user);
+  if (ev.impersonatedUser !== undefined) identity += ',"impersonatedUser":' + userJSON(ev.impersonatedUser);
+  if (ev.sourceIPs !== undefined) identity += ',"sourceIPs":' + JSON.stringify(ev.sourceIPs);
+  if (ev.userAgent !== undefined) identity += ',"userAgent":' + JSON.stringify(ev.userAgent);
+  return {
+    kind: ev.kind,
+    apiVersion: ev.apiVersion,
+    level: ev.level,
+    auditID: ev.auditID,
+    requestURI: ev.requestURI,
+    verb: ev.verb,
+    user: ev.user,
+    impersonatedUser: ev.impersonatedUser,
+    sourceIPs: ev.sourceIPs,
+    userAgent: ev.userAgent,
+    head: '{"kind":' + JSON.stringify(ev.kind) + ',"apiVersion":' + JSON.stringify(ev.apiVersion) + ',"level":' + JSON.stringify(ev.level) + ',"auditID":' + JSON.stringify(ev.auditID) + ',"stage":',
+    identity: identity + ',',
+  };
 }
 
 /** The Status fields LogResponseObject keeps. */

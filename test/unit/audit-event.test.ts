@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
-import { decodeRequestBody, dropManagedFields, microTime, protobufObjectMeta, sourceIPs, statusFromBody, userAgentOf } from '../../src/audit/event.js';
+import { decodeRequestBody, dropManagedFields, eventJSON, eventUser, fillObjectRef, microTime, protobufObjectMeta, sourceIPs, statusFromBody, userAgentOf } from '../../src/audit/event.js';
 import type { Request } from '../../src/server/context.js';
+import type { Event } from '../../src/audit/types.js';
+import { freezeUser } from '../../src/authn/group.js';
 
 const req = (headers: Record<string, string>, remoteAddress = '192.168.1.9') => ({ headers, socket: { remoteAddress } }) as unknown as Request;
 
@@ -62,5 +64,78 @@ describe('audit event fields', () => {
     const s = { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: 'm', reason: 'NotFound', details: { name: 'x', kind: 'pods' }, code: 404 };
     expect(statusFromBody(s, 404)).toEqual({ metadata: {}, status: 'Failure', message: 'm', reason: 'NotFound', details: { name: 'x', kind: 'pods' }, code: 404 });
     expect(statusFromBody({ kind: 'Pod' }, 200)).toBeUndefined();
+  });
+
+  it('an event line is JSON.stringify of the event through every stage, with its kept parts made again when a field they hold changes', () => {
+    const ev: Event = {
+      kind: 'Event',
+      apiVersion: 'audit.k8s.io/v1',
+      level: 'Metadata',
+      auditID: '2b8ff9a4-1c1b-4f6f-9d4e-0c55e3c1a001',
+      stage: 'RequestReceived',
+      requestURI: '/api/v1/namespaces/a/configmaps/b?x="q"\\u2028',
+      verb: 'get',
+      user: { username: 'alice', groups: ['dev', 'system:authenticated'] },
+      impersonatedUser: undefined,
+      sourceIPs: ['127.0.0.1'],
+      userAgent: 'kubectl/v1.33.0 (linux/amd64) \u00e9\u0001',
+      objectRef: { resource: 'configmaps', namespace: 'a', name: undefined, uid: undefined, apiGroup: undefined, apiVersion: 'v1', resourceVersion: undefined, subresource: undefined },
+      responseStatus: undefined,
+      requestObject: undefined,
+      responseObject: undefined,
+      requestReceivedTimestamp: '2026-11-28T10:00:00.000001Z',
+      stageTimestamp: '2026-11-28T10:00:00.000001Z',
+      annotations: undefined,
+    };
+    const lines: string[] = [];
+    const check = () => {
+      const line = eventJSON(ev);
+      expect(line).toBe(JSON.stringify(ev));
+      lines.push(line);
+    };
+    check();
+    check(); // kept parts reused
+    fillObjectRef(ev.objectRef, { metadata: { name: 'b', uid: 'u-1' } });
+    ev.stage = 'ResponseStarted';
+    ev.responseStatus = { metadata: {}, code: 200 };
+    ev.stageTimestamp = '2026-11-28T10:00:00.000900Z';
+    check();
+    ev.stage = 'ResponseComplete';
+    ev.annotations = { 'authorization.k8s.io/decision': 'allow', 'authorization.k8s.io/reason': 'RBAC: "x"' };
+    ev.requestObject = { kind: 'ConfigMap', data: { k: 'v\n' } };
+    ev.responseObject = [1, null, 'x'];
+    check();
+    // Every field the kept parts were made from, changed in turn, shows in the next line.
+    ev.level = 'RequestResponse';
+    check();
+    ev.auditID = 'other';
+    check();
+    ev.requestURI = '/apis';
+    check();
+    ev.verb = 'list';
+    check();
+    ev.user = { username: 'bob' };
+    check();
+    ev.impersonatedUser = { username: 'carol', extra: { scopes: ['a'] } };
+    check();
+    // A connection's frozen user: one EventUser, its JSON made once, for every event of its requests.
+    const frozen = freezeUser({ username: 'dave "d"', uid: 'u', groups: ['g\u00e9'], extra: { 'k/x': ['v\t'] } });
+    expect(eventUser(frozen)).toBe(eventUser(frozen));
+    expect(Object.isFrozen(eventUser(frozen))).toBe(true);
+    ev.user = eventUser(frozen);
+    check();
+    ev.impersonatedUser = eventUser(frozen);
+    check();
+    const thawed = { username: 'erin', groups: [] as string[] };
+    expect(eventUser(thawed)).not.toBe(eventUser(thawed));
+    ev.sourceIPs = undefined;
+    check();
+    ev.userAgent = undefined;
+    check();
+    ev.objectRef = undefined;
+    ev.stage = 'Panic';
+    check();
+    expect(lines[2]).toContain('"name":"b","uid":"u-1"');
+    expect(new Set(lines).size).toBe(lines.length - 1);
   });
 });

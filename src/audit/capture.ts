@@ -118,6 +118,9 @@ function headerValue(headers: unknown, name: string): string | undefined {
     for (let i = 0; i + 1 < headers.length; i += 2) if (String(headers[i]).toLowerCase() === name) return str(headers[i + 1]);
     return undefined;
   }
+  // Forwarded and cached responses name their headers in lower case: look the name up before walking the keys.
+  const direct = (headers as Record<string, unknown>)[name];
+  if (direct !== undefined) return str(direct);
   for (const k of Object.keys(headers)) if (k.toLowerCase() === name) return str((headers as Record<string, unknown>)[k]);
   return undefined;
 }

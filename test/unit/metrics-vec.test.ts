@@ -130,6 +130,32 @@ describe('metric vectors', () => {
     ]);
   });
 
+  it('finds a series again by its values: one child per label set, numbers and their text alike, none kept for a removed one', async () => {
+    const r = new Registry();
+    const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['verb', 'code'], registers: [r] });
+    const child = c.labels('GET', 200);
+    expect(c.labels('GET', 200)).toBe(child);
+    expect(c.labels('GET', '200')).toBe(child);
+    expect(c.labels('GET', 201)).not.toBe(child);
+    expect(c.labels('GE', 'T200')).not.toBe(child);
+    child.inc(3);
+    c.remove('GET', '200');
+    const again = c.labels('GET', 200);
+    expect(again).not.toBe(child);
+    again.inc();
+    expect(await r.metrics()).toContain('c{verb="GET",code="200"} 1');
+    const none = new CounterVec({ name: 'n', help: 'h' });
+    expect(none.labels()).toBe(none.labels());
+  });
+
+  it('past maxSeries, the label sets sent to the overflow series are not kept', () => {
+    const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['a', 'b'], maxSeries: 1 });
+    c.labels('kept', 'x').inc();
+    for (let i = 0; i < 100; i++) c.labels(`past-${i}`, 'x').inc();
+    const index = (c as unknown as { index: Map<string, unknown> }).index;
+    expect([...index.keys()]).toEqual(['kept']);
+  });
+
   it('past maxSeries, new label sets count in one overflow series; the ones it has keep counting', async () => {
     const r = new Registry();
     const c = new CounterVec({ name: 'c', help: 'h', labelNames: ['a', 'b'], maxSeries: 2, registers: [r] });

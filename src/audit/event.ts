@@ -20,16 +20,16 @@ export function nowMicros(): number {
 
 /** metav1.MicroTime's JSON form: "2006-01-02T15:04:05.000000Z" in UTC. */
 export function microTime(epochMicros: number): string {
-  const ms = Math.floor(epochMicros / 1000);
-  const micros = epochMicros - ms * 1000;
-  // Every event takes two stamps and a request's stamps share their millisecond: format it once.
-  if (ms !== lastMs) {
-    lastMs = ms;
-    lastPrefix = new Date(ms).toISOString().slice(0, 23); // ....sss
+  const sec = Math.floor(epochMicros / 1_000_000);
+  // Date's toISOString costs ~6,700 instructions (V8 formats it with snprintf), and a request's two stamps fall
+  // in different milliseconds more often than not, but in the same second: the date and time are made once a second.
+  if (sec !== lastSec) {
+    lastSec = sec;
+    lastPrefix = new Date(sec * 1000).toISOString().slice(0, 20); // 2006-01-02T15:04:05.
   }
-  return lastPrefix + (micros < 10 ? '00' : micros < 100 ? '0' : '') + micros + 'Z';
+  return lastPrefix + String(1_000_000 + (epochMicros - sec * 1_000_000)).slice(1) + 'Z';
 }
-let lastMs = NaN;
+let lastSec = NaN;
 let lastPrefix = '';
 
 export function eventUser(u: UserInfo): EventUser {

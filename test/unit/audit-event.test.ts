@@ -10,6 +10,12 @@ describe('audit event fields', () => {
   it('MicroTime: UTC with six fractional digits', () => {
     expect(microTime(Date.UTC(2024, 0, 2, 3, 4, 5, 678) * 1000 + 9)).toBe('2024-01-02T03:04:05.678009Z');
     expect(microTime(Date.UTC(2024, 0, 2) * 1000)).toBe('2024-01-02T00:00:00.000000Z');
+    // Across second, minute and year boundaries, each stamp against Date's own formatting.
+    const base = Date.UTC(2024, 11, 31, 23, 59, 58) * 1000;
+    for (const d of [0, 1, 999, 1000, 999_999, 1_000_000, 1_000_001, 1_999_999, 2_000_000, 2_123_456, 61_000_007]) {
+      const t = base + d;
+      expect(microTime(t)).toBe(new Date(Math.floor(t / 1000)).toISOString().slice(0, 23) + String(t % 1000).padStart(3, '0') + 'Z');
+    }
   });
 
   it('sourceIPs as utilnet.SourceIPs: forwarded chain, X-Real-Ip once, then the peer unless it is last', () => {

@@ -109,7 +109,8 @@ function writePages(dir: string, members: number, perMember: number): void {
 
 function callgrind(out: string, args: string[]): Promise<{ out: string; map: string; total: number }> {
   return new Promise((resolve, reject) => {
-    const child = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...NODE_FLAGS, '--perf-basic-prof', PROBE, ...args], {
+    // --perf-basic-prof also writes V8's log, by default into the working directory (the repository).
+    const child = spawn('valgrind', ['--tool=callgrind', '--smc-check=all-non-file', `--callgrind-out-file=${out}`, process.execPath, ...NODE_FLAGS, '--perf-basic-prof', `--logfile=${out}.v8.log`, '--no-logfile-per-isolate', PROBE, ...args], {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

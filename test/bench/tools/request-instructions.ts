@@ -126,7 +126,8 @@ cache:
   mkdirSync(join(work, 'audit'));
   const user = await issueClientCert(clientCA, 'bench-user', ['bench']);
   const impersonation = impersonationHeaders({ username: 'bench-user', groups: ['bench', 'system:authenticated'], extra: {} });
-  const nodeFlags = ['--predictable', `--max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB}`, '--perf-basic-prof'];
+  // --perf-basic-prof also writes V8's log, by default into the working directory (the repository): keep it here.
+  const nodeFlags = ['--predictable', `--max-semi-space-size=${RECOMMENDED_SEMI_SPACE_MB}`, '--perf-basic-prof', `--logfile=${join(work, 'v8.log')}`, '--no-logfile-per-isolate'];
 
   for (const side of sides) {
     let command: string[];

@@ -14,8 +14,9 @@ describe('functionName', () => {
     expect(functionName('???:0x0000000001928ac0 [???]', map)).toBe('V8 Builtin: IterableToFixedArrayForWasm');
   });
 
-  it('calls code no map names the WebAssembly scan', () => {
+  it('calls code no map names the WebAssembly scan, or what the caller says it is', () => {
     expect(functionName('???:0x00003f51e8fea01e [???]', map)).toBe('WebAssembly: the JSON scan');
+    expect(functionName('???:0x00003f51e8fea01e [???]', map, 'WebAssembly: llhttp')).toBe('WebAssembly: llhttp');
   });
 
   it('drops C++ parameters, template arguments and return types', () => {
@@ -48,6 +49,10 @@ describe('kindOf', () => {
     expect(kindOf('v8::internal::Scavenger::EvacuateInPlaceInternalizableString')).toBe('young collections');
     expect(kindOf('v8::internal::MarkingVisitorBase::ProcessStrongHeapObject')).toBe('full collections');
     expect(kindOf('v8::internal::Sweeper::RawSweep')).toBe('full collections');
+    // Called by the scavenger, not by the program.
+    expect(kindOf('v8::internal::PretenuringHandler::UpdateAllocationSite')).toBe('young collections');
+    expect(kindOf('v8::internal::SemiSpaceNewSpace::ShouldBePromoted')).toBe('young collections');
+    expect(kindOf('v8::internal::FlatStringReader::PostGarbageCollection')).toBe('young collections');
     expect(kindOf('v8::internal::compiler::GraphReducer::ReduceTop')).toBe('compiling and interpreting');
     expect(kindOf('__memcpy_avx_unaligned_erms (libc)')).toBe('libc (memcpy)');
     expect(kindOf('Builtins_LoadIC')).toBe('V8 builtins');

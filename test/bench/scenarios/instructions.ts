@@ -132,7 +132,7 @@ function callgrind(out: string, args: string[]): Promise<{ out: string; map: str
 }
 
 /** Instructions by function: native ones by symbol, JIT-compiled ones by the name node's perf map gives their address. */
-export function byFunction(out: string, mapFile: string): Map<string, number> {
+export function byFunction(out: string, mapFile: string, unnamed = UNNAMED_INTAKE): Map<string, number> {
   const ranges = readFileSync(mapFile, 'utf8')
     .split('\n')
     .map((l) => l.split(' '))
@@ -152,11 +152,11 @@ export function byFunction(out: string, mapFile: string): Map<string, number> {
   };
   const annotated = spawnSync('callgrind_annotate', ['--threshold=100', out], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
   if (annotated.status !== 0) throw new Error(`callgrind_annotate failed: ${annotated.stderr}`);
-  return functionsOfAnnotation(annotated.stdout, nameAt);
+  return functionsOfAnnotation(annotated.stdout, nameAt, unnamed);
 }
 
 /** callgrind_annotate's lines of self cost, summed by functionName. */
-export function functionsOfAnnotation(text: string, nameAt: (addr: number) => string | undefined): Map<string, number> {
+export function functionsOfAnnotation(text: string, nameAt: (addr: number) => string | undefined, unnamed = UNNAMED_INTAKE): Map<string, number> {
   const fns = new Map<string, number>();
   let total = -1;
   for (const line of text.split('\n')) {
@@ -171,18 +171,24 @@ export function functionsOfAnnotation(text: string, nameAt: (addr: number) => st
     // node::Start, ...) with the main thread's whole cost: they were on the stack throughout, and are not work of their
     // own. No function's own work comes near that (the costliest, the intake's scan, is about a third).
     if (ir >= 0.9 * total) continue;
-    const name = functionName(m[2]!, nameAt);
+    const name = functionName(m[2]!, nameAt, unnamed);
     fns.set(name, (fns.get(name) ?? 0) + ir);
   }
   return fns;
 }
 
+/**
+ * What the code no perf map names is (WebAssembly: V8 leaves it out of the map) in the process counted: in the
+ * intake, the JSON scan; where the process forwards with undici, undici's HTTP/1.1 parser (llhttp) as well.
+ */
+export const UNNAMED_INTAKE = 'WebAssembly: the JSON scan';
+
 /** A readable, run-independent name: no addresses, no C++ argument lists, compiled sources as their .ts path. */
-export function functionName(raw: string, nameAt: (addr: number) => string | undefined): string {
+export function functionName(raw: string, nameAt: (addr: number) => string | undefined, unnamed = UNNAMED_INTAKE): string {
   const addr = /^\?\?\?:0x([0-9a-f]+) \[\?\?\?\]$/.exec(raw);
   if (addr) {
     const jit = nameAt(parseInt(addr[1]!, 16));
-    if (jit === undefined) return 'WebAssembly: the JSON scan';
+    if (jit === undefined) return unnamed;
     // "JS:*next file:///…/dist/src/api/jsonbytes.js:317:9": * optimized, ^ baseline, ~ interpreted.
     const js = /^JS:([*^~]?)(\S*) (?:file:\/\/.*\/dist\/(.*)\.js|(node:\S+?)):\d+:\d+$/.exec(jit);
     if (js) return `${js[2] || '(anonymous)'} (${js[3] ? `${js[3]}.ts` : js[4]})`;
@@ -223,7 +229,7 @@ export function kindOf(name: string): string {
   if (/\(node:/.test(name)) return KIND.nodeJS;
   if (/Scaveng/.test(name)) return KIND.youngGC;
   if (/Mark|Sweep|Compact|RecordMigrated|Evacuat/.test(name)) return KIND.fullGC;
-  if (/Heap|heap::|GC|Remembered|Slot/.test(name)) return KIND.youngGC;
+  if (/Heap|heap::|GC|Remembered|Slot|Pretenuring|NewSpace|GarbageCollection/.test(name)) return KIND.youngGC;
   if (/compiler::|maglev|Compil|Turbofan|Parser|Bytecode|Interpreter|baseline/i.test(name)) return KIND.compiler;
   if (/\(libc\)/.test(name)) return KIND.libc;
   if (/^Builtins_|^V8 Builtin/.test(name)) return KIND.builtins;

@@ -175,7 +175,7 @@ export function eventJSON(ev: Event): string {
     k = keptParts(ev);
     e[KEPT] = k;
   }
-  // Both objects list every key in the Go field order; undefined values are left out as JSON.stringify leaves them.
+  // The tail lists its keys in the Go field order; undefined values are left out as JSON.stringify leaves them.
   const tail = JSON.stringify({
     objectRef: ev.objectRef,
     responseStatus: ev.responseStatus,

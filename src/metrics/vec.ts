@@ -83,7 +83,7 @@ abstract class Vec<L extends string, C> {
   protected series = new Map<string, Series<C>>();
   /**
    * The same series found by their values one label at a time, without making a key: a joined key was a fresh
-   * string to build and hash on every call (~4,000 instructions a request for apiserver_request_total and
+   * string to build, check and hash on every call (~6,000 instructions a request for apiserver_request_total and
    * apiserver_request_duration_seconds, nine and eight labels). Holds only series in `series`, so it is bounded
    * by maxSeries too; a lookup that misses takes the keyed path.
    */

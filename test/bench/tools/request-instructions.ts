@@ -18,7 +18,7 @@
 // fell differently in each, by more than the requests cost. The warm-up is long because V8 was still optimizing the
 // chain's functions a few thousand requests in under callgrind (which runs ~50x slower, so timers and
 // code-dependency changes come after fewer requests than in service: after 3,000 the compiler still did 35,000-185,000
-// instructions a request in the stretch, after 8,000 ~35,000-48,000); what V8's compiler and the collections did in
+// instructions a request in the stretch, after 8,000 ~22,000-48,000); what V8's compiler and the collections did in
 // the counted stretch is reported apart (byKind), so that runs compare without them. Code no perf map names is
 // WebAssembly, here undici's HTTP/1.1 parser (llhttp), in the gateway and the hops alike. node runs with --predictable
 // (the GC's and the compiler's work on the one thread) and the gateway's young generation.

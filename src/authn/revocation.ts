@@ -73,6 +73,8 @@ export async function newRevocationChecker(o: RevocationOptions): Promise<Revoca
     log?.info({ file: o.crlFile, revoked: next.size }, 'client certificate revocation list loaded');
   };
 
+  // Taken before the load: a list written while it is read is loaded again.
+  const initialSignature = await fileSignature(o.crlFile).catch(() => undefined);
   const initial = await load();
   if (initial === undefined) {
     log?.warn({ file: o.crlFile }, 'client certificate revocation list does not exist yet; no certificate is revoked until it appears');
@@ -87,6 +89,7 @@ export async function newRevocationChecker(o: RevocationOptions): Promise<Revoca
     dir: dirname(o.crlFile),
     intervalMs: o.pollIntervalMs ?? DEFAULT_POLL_MS,
     signature: () => fileSignature(o.crlFile),
+    initialSignature,
     onChange: async () => {
       const lists = await load();
       if (lists === undefined) {

@@ -19,6 +19,12 @@ export interface WatchOptions {
   intervalMs: number;
   /** Changes whenever the watched content changes; rejections go to onError. */
   signature: () => Promise<string>;
+  /**
+   * signature() as it was before the caller first read the files. A change between that read and the start of this
+   * watch is then reloaded; without it, the first signature read here is the baseline and such a change goes unseen
+   * until the next one.
+   */
+  initialSignature?: string;
   /** Called serialized, never overlapping, after a change (debounced); its rejections go to onError. */
   onChange: () => Promise<void>;
   onError: (err: unknown) => void;
@@ -31,7 +37,7 @@ export function watchForChanges(o: WatchOptions): FileWatcher {
   let running = false;
   let pending = false;
   let debounce: NodeJS.Timeout | undefined;
-  let lastSignature: string | undefined;
+  let lastSignature: string | undefined = o.initialSignature;
 
   const run = async () => {
     if (closed) return;
@@ -67,7 +73,10 @@ export function watchForChanges(o: WatchOptions): FileWatcher {
 
   void o
     .signature()
-    .then((s) => (lastSignature ??= s))
+    .then((s) => {
+      if (lastSignature === undefined) lastSignature = s;
+      else if (s !== lastSignature) schedule();
+    })
     .catch(() => {});
   let watcher: FSWatcher | undefined;
   try {

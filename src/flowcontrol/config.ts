@@ -127,11 +127,18 @@ export type DirWatcher = FileWatcher;
  * Calls onChange (serialized, never overlapping) whenever the directory's YAML files change: on fs.watch events
  * (debounced) and when a periodic stat sees a different set of names, sizes or modification times.
  */
-export function watchFlowControlDir(dir: string, intervalMs: number, onChange: () => Promise<void>, onError: (err: unknown) => void): DirWatcher {
-  return watchForChanges({ dir, intervalMs, signature: () => signature(dir), onChange, onError });
+export function watchFlowControlDir(
+  dir: string,
+  intervalMs: number,
+  onChange: () => Promise<void>,
+  onError: (err: unknown) => void,
+  initialSignature?: string,
+): DirWatcher {
+  return watchForChanges({ dir, intervalMs, signature: () => flowControlDirSignature(dir), initialSignature, onChange, onError });
 }
 
-async function signature(dir: string): Promise<string> {
+/** What the directory's watcher compares: the YAML files' names, sizes and modification times. */
+export async function flowControlDirSignature(dir: string): Promise<string> {
   const parts: string[] = [];
   for (const f of await yamlFiles(dir)) {
     const s = await stat(f);

@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
 import type { Step } from '../server/chain.js';
 import type { RequestContext } from '../server/context.js';
-import { defaultFlowControlDir, loadFlowControlDir, watchFlowControlDir, type DirWatcher } from './config.js';
+import { defaultFlowControlDir, flowControlDirSignature, loadFlowControlDir, watchFlowControlDir, type DirWatcher } from './config.js';
 import {
   applyConfig,
   begin,
@@ -66,6 +66,8 @@ export interface FlowControl {
 /** Loads the directory (an invalid one is an error: the gateway should not start misconfigured) and watches it. */
 export async function newFlowControl(o: FlowControlOptions): Promise<FlowControl> {
   const configDir = o.configDir ?? defaultFlowControlDir();
+  // Taken before the load: a file changed while the directory is read is read again.
+  const initialSignature = await flowControlDirSignature(configDir).catch(() => undefined);
   const objs = await loadFlowControlDir(configDir).catch((e: Error) => {
     throw new Error(`flow control configuration in ${configDir} is invalid:\n${e.message}`);
   });
@@ -102,6 +104,7 @@ export async function newFlowControl(o: FlowControlOptions): Promise<FlowControl
       await reload();
     },
     (e) => log.warn({ dir: configDir, err: (e as Error).message }, 'watching the flow control configuration'),
+    initialSignature,
   );
   return { controller, configDir, reload, close: () => watcher.close() };
 }

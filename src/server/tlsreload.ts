@@ -48,6 +48,8 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
   };
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCAFile ? [tls.clientCAFile] : [])];
   const signature = async () => (await Promise.all(files.map(fileSignature))).join('|');
+  // Taken before the read: a rotation while the gateway starts (before watch() is called) is reloaded.
+  const initialSignature = await signature().catch(() => undefined);
   const options = await read();
 
   return {
@@ -58,6 +60,7 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
           dir,
           intervalMs: POLL_MS,
           signature,
+          initialSignature,
           onChange: async () => {
             setSecureContext(await read());
             reloads.inc({ result: 'success' });

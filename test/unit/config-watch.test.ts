@@ -24,14 +24,15 @@ async function until(what: string, pred: () => boolean, timeoutMs = 10_000): Pro
   }
 }
 
-/** A watcher of dir whose onChange counts; signature() as given. */
-function counting(signature: () => Promise<string>): { calls: () => number } {
+/** A watcher of dir whose onChange counts; signature() and the initial signature as given. */
+function counting(signature: () => Promise<string>, initialSignature?: string): { calls: () => number } {
   let n = 0;
   watchers.push(
     watchForChanges({
       dir,
       intervalMs: 60_000,
       signature,
+      initialSignature,
       onChange: async () => {
         n++;
       },
@@ -65,5 +66,22 @@ describe('watchForChanges', () => {
     await writeFile(watched, 'second, longer');
     await until('the watched file to be reported', () => own.calls() >= 1);
     expect(own.calls()).toBe(1);
+  });
+
+  it('reloads a change made between the first read and the start of the watch when given the signature from before the read', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fleetgate-watch-'));
+    const crl = join(dir, 'client-ca.crl');
+    await writeFile(crl, 'first');
+    const beforeRead = await fileSignature(crl);
+    // The caller has read "first"; the file changes before its watch starts.
+    await writeFile(crl, 'second, longer');
+    const stale = counting(() => fileSignature(crl), beforeRead);
+    const current = counting(() => fileSignature(crl), await fileSignature(crl));
+    const unknown = counting(() => fileSignature(crl));
+    await until('the change made before the watch to be reloaded', () => stale.calls() >= 1, 5_000);
+    // All three took their first signature together; the stale one then waited out the debounce.
+    expect(stale.calls()).toBe(1);
+    expect(current.calls()).toBe(0);
+    expect(unknown.calls()).toBe(0);
   });
 });

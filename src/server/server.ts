@@ -79,10 +79,8 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       const dryRun = ctx.url.search !== '' && ctx.url.searchParams.getAll('dryRun').includes('All');
       const longRunningRequest = ctx.info.longRunning;
       observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest ? undefined : Number(process.hrtime.bigint() - started) / 1e9);
-      if (longRunningRequest) {
-        longRunningGauge(g.metrics, ctx.info, verb).dec();
-        longRunning.delete(res);
-      }
+      // Counted once its answer started (withLongRunningTracking): one that ended before that was never counted.
+      if (longRunningRequest && longRunning.delete(res)) longRunningGauge(g.metrics, ctx.info, verb).dec();
       if (log.isLevelEnabled('debug')) ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
     };
     res.once('close', account);

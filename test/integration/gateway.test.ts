@@ -175,6 +175,30 @@ describe('streams and metrics', () => {
     w.close();
   });
 
+  it('counts an open watch in apiserver_longrunning_requests until it ends', async () => {
+    const gauge = async (): Promise<number> => {
+      const text = (await call(adminEp, 'GET', '/metrics')).text;
+      const line = text.split('\n').find((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="configmaps"') && l.includes('verb="WATCH"'));
+      return line === undefined ? 0 : Number(line.slice(line.lastIndexOf(' ') + 1));
+    };
+    // The watch of the test before may still be closing.
+    const settle = async (want: number): Promise<number> => {
+      const until = Date.now() + 5_000;
+      let value = await gauge();
+      while (value !== want && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 20));
+        value = await gauge();
+      }
+      return value;
+    };
+    expect(await settle(0)).toBe(0);
+    const list = (await call(adminEp, 'GET', '/api/v1/namespaces/demo/configmaps')).json();
+    const w = await openWatch(adminEp, `/api/v1/namespaces/demo/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`);
+    expect(await gauge()).toBe(1);
+    w.close();
+    expect(await settle(0)).toBe(0);
+  });
+
   it('/metrics for users allowed to read it, 403 for others', async () => {
     const ok = await call(adminEp, 'GET', '/metrics');
     expect(ok.status).toBe(200);

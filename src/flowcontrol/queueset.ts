@@ -196,8 +196,9 @@ export function startRequest(qs: QueueSet, flow: FlowHooks, seats: number, kind:
   flow.queueLength(queue.waiting.length);
   boundNextDispatch(queue);
   if (qs.totRequestsWaiting === 1) {
-    // The only request waiting is this one: dispatchOne's scan of every queue would find its queue alone.
-    if (qs.totSeatsInUse < qs.concurrencyLimit && qs.global[kind].inUse < qs.global[kind].limit) dispatchHead(qs, queue, index);
+    // The only request waiting is this one: dispatchOne's scan of every queue would find its queue alone, under
+    // the same two conditions as the loop and the scan.
+    if (hasFreeSeat(qs) && !atGlobalCap(qs, kind)) dispatchHead(qs, queue, index);
   } else {
     dispatchAsMuchAsPossible(qs);
   }
@@ -297,9 +298,19 @@ function shuffleShard(qs: QueueSet, hash: bigint): number {
   return best;
 }
 
-function canAccommodate(qs: QueueSet, seats: number, kind: RequestKind): boolean {
+/** The level has a seat left: dispatching may go on. */
+function hasFreeSeat(qs: QueueSet): boolean {
+  return qs.totSeatsInUse < qs.concurrencyLimit;
+}
+
+/** Requests of this kind hold every gateway-wide slot: none of them can start, whatever its turn. */
+function atGlobalCap(qs: QueueSet, kind: RequestKind): boolean {
   const g = qs.global[kind];
-  if (g.inUse >= g.limit) return false;
+  return g.inUse >= g.limit;
+}
+
+function canAccommodate(qs: QueueSet, seats: number, kind: RequestKind): boolean {
+  if (atGlobalCap(qs, kind)) return false;
   // A request wider than the whole level runs alone rather than never.
   if (seats > qs.concurrencyLimit) return qs.totRequestsExecuting === 0;
   return qs.totSeatsInUse + seats <= qs.concurrencyLimit;
@@ -318,7 +329,7 @@ function beginExecution(qs: QueueSet, req: QueuedRequest): void {
 
 /** Dispatches waiting requests while seats (and global slots) allow; also call it when a global slot frees. */
 export function dispatchAsMuchAsPossible(qs: QueueSet): void {
-  while (qs.totRequestsWaiting > 0 && qs.totSeatsInUse < qs.concurrencyLimit && dispatchOne(qs)) {
+  while (qs.totRequestsWaiting > 0 && hasFreeSeat(qs) && dispatchOne(qs)) {
     // keep going
   }
 }
@@ -334,7 +345,7 @@ function dispatchOne(qs: QueueSet): boolean {
     const q = qs.queues[qs.robinIndex]!;
     const head = q.waiting[0];
     // A head whose kind is at its gateway-wide cap cannot go whatever its turn; let the other kind through.
-    if (!head || qs.global[head.kind].inUse >= qs.global[head.kind].limit) continue;
+    if (!head || atGlobalCap(qs, head.kind)) continue;
     const finish = q.nextDispatchR + head.seats * ESTIMATED_SERVICE_SECONDS;
     if (finish < minFinish) {
       minFinish = finish;

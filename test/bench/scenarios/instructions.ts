@@ -11,7 +11,8 @@
 // second, the full collections fell in or out of the counted stretch from run to run (two runs of one code, with the
 // gateway's 64 MiB young generation: 117,956 and 123,911, full collections 3,070 and 7,109 of them; with
 // --single-threaded alone, 133,641 and 137,559 for the code before). The collections are V8's fixed schedule then,
-// not the gateway's (src/cache/younggen.ts), and are counted apart (byKind), so that changes compare without them:
+// not the gateway's (src/cache/younggen.ts), and are counted apart (byKind, by where the work ran: dumpCosts), so
+// that changes compare without them:
 // the scan and the gateway's JavaScript repeat to within a few instructions a pod.
 // --perf-basic-prof's map of compiled code names the JavaScript functions callgrind sees only as addresses. What no
 // map names is the WebAssembly JSON scan (src/api/jsonscan.ts): with the scan turned off no unnamed code is left,
@@ -46,10 +47,8 @@ export interface IntakeInstructions {
 
 /** Why the count cannot be taken here, or undefined when it can. */
 export function instructionsUnavailable(): string | undefined {
-  for (const tool of ['valgrind', 'callgrind_annotate']) {
-    // callgrind_annotate --version exits 255 after printing it: only a missing program counts.
-    if (spawnSync(tool, ['--version'], { encoding: 'utf8' }).error) return `${tool} is not installed (Debian: apt-get install valgrind)`;
-  }
+  // The dumps are read here (dumpCosts), so valgrind is all it takes.
+  if (spawnSync('valgrind', ['--version'], { encoding: 'utf8' }).error) return 'valgrind is not installed (Debian: apt-get install valgrind)';
   return undefined;
 }
 
@@ -71,11 +70,15 @@ export async function countIntakeInstructions(log: (m: string) => void, members 
     for (const r of runs) maps.push(r.map);
     const pods = (sizes[1] - sizes[0]) * members;
     const [small, big] = runs.map((r) => byFunction(r.out, r.map));
-    const diff = new Map<string, number>();
-    for (const [name, ir] of big!) diff.set(name, ir - (small!.get(name) ?? 0));
-    for (const [name, ir] of small!) if (!big!.has(name)) diff.set(name, -ir);
+    const difference = (b: Map<string, number>, a: Map<string, number>): Map<string, number> => {
+      const d = new Map<string, number>();
+      for (const [name, ir] of b) d.set(name, ir - (a.get(name) ?? 0));
+      for (const [name, ir] of a) if (!b.has(name)) d.set(name, -ir);
+      return d;
+    };
+    const diff = difference(big!.fns, small!.fns);
     const byKind: Record<string, number> = {};
-    for (const [name, ir] of diff) byKind[kindOf(name)] = (byKind[kindOf(name)] ?? 0) + ir / pods;
+    for (const [kind, ir] of difference(big!.kinds, small!.kinds)) byKind[kind] = ir / pods;
     const top = [...diff].sort((a, b) => b[1] - a[1]).slice(0, 12).map(([name, ir]) => ({ name, perPod: ir / pods }));
     const totals: [number, number] = [runs[0]!.total, runs[1]!.total];
     return { members, sizes, totals, perPod: (totals[1] - totals[0]) / pods, byKind, top };
@@ -131,8 +134,18 @@ function callgrind(out: string, args: string[]): Promise<{ out: string; map: str
   });
 }
 
-/** Instructions by function: native ones by symbol, JIT-compiled ones by the name node's perf map gives their address. */
-export function byFunction(out: string, mapFile: string, unnamed = UNNAMED_INTAKE): Map<string, number> {
+/**
+ * A dump's instructions by function and by kind. Native functions are named by symbol, JIT-compiled ones by the name
+ * node's perf map gives their address.
+ */
+export interface DumpCosts {
+  /** Each function's own instructions, by functionName. */
+  fns: Map<string, number>;
+  /** The same instructions by kind (see contextKinds): they add up to the fns. */
+  kinds: Map<string, number>;
+}
+
+export function byFunction(out: string, mapFile: string, unnamed = UNNAMED_INTAKE): DumpCosts {
   const ranges = readFileSync(mapFile, 'utf8')
     .split('\n')
     .map((l) => l.split(' '))
@@ -150,31 +163,142 @@ export function byFunction(out: string, mapFile: string, unnamed = UNNAMED_INTAK
     const r = ranges[lo];
     return r && r.start <= addr && addr < r.end ? r.name : undefined;
   };
-  const annotated = spawnSync('callgrind_annotate', ['--threshold=100', out], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
-  if (annotated.status !== 0) throw new Error(`callgrind_annotate failed: ${annotated.stderr}`);
-  return functionsOfAnnotation(annotated.stdout, nameAt, unnamed);
+  return dumpCosts(readFileSync(out, 'utf8'), nameAt, unnamed);
 }
 
-/** callgrind_annotate's lines of self cost, summed by functionName. */
-export function functionsOfAnnotation(text: string, nameAt: (addr: number) => string | undefined, unnamed = UNNAMED_INTAKE): Map<string, number> {
-  const fns = new Map<string, number>();
-  let total = -1;
+/** One function of a dump: its own cost, and what each caller's calls to it cost in all (callee included). */
+interface DumpFunction {
+  raw: string;
+  self: number;
+  callers: Map<DumpFunction, number>;
+}
+
+/** A callgrind dump (its text format, positions by line, one event: Ir) as functions and the calls between them. */
+export function parseDump(text: string): { total: number; functions: DumpFunction[] } {
+  const objects = new Map<string, string>();
+  const names = new Map<string, string>();
+  const byRaw = new Map<string, DumpFunction>();
+  // "(id) name" defines a compressed name, "(id)" uses it.
+  const expand = (table: Map<string, string>, v: string): string => {
+    const m = /^\((\d+)\)(?: (.*))?$/.exec(v);
+    if (!m) return v;
+    if (m[2] !== undefined) table.set(m[1]!, m[2]);
+    return table.get(m[1]!) ?? v;
+  };
+  const fn = (name: string, object: string): DumpFunction => {
+    const raw = `???:${name} [${object}]`;
+    let f = byRaw.get(raw);
+    if (!f) byRaw.set(raw, (f = { raw, self: 0, callers: new Map() }));
+    return f;
+  };
+  let total = NaN;
+  let ob = '???';
+  let current: DumpFunction | undefined;
+  let cob: string | undefined;
+  let callee: DumpFunction | undefined;
+  let callCost = false;
   for (const line of text.split('\n')) {
-    const m = /^\s*([\d,]+) \([^)]*\)\s+(.*)$/.exec(line);
-    if (!m) continue;
-    const ir = Number(m[1]!.replace(/,/g, ''));
-    if (m[2]!.includes('PROGRAM TOTALS')) {
-      total = ir;
+    const c = line.charCodeAt(0);
+    // Cost lines: a position (a number, or +n, -n, * relative to the last), then the cost.
+    if ((c >= 48 && c <= 57) || c === 43 || c === 45 || c === 42) {
+      const ir = Number(line.slice(line.indexOf(' ') + 1));
+      if (!Number.isFinite(ir) || current === undefined) continue;
+      if (callCost && callee) {
+        callee.callers.set(current, (callee.callers.get(current) ?? 0) + ir);
+        callCost = false;
+      } else current.self += ir;
       continue;
     }
-    // A dump taken while the program runs (callgrind_control) lists the frames below the event loop (main,
-    // node::Start, ...) with the main thread's whole cost: they were on the stack throughout, and are not work of their
-    // own. No function's own work comes near that (the costliest, the intake's scan, is about a third).
-    if (ir >= 0.9 * total) continue;
-    const name = functionName(m[2]!, nameAt, unnamed);
-    fns.set(name, (fns.get(name) ?? 0) + ir);
+    const eq = line.indexOf('=');
+    const key = eq > 0 ? line.slice(0, eq) : '';
+    const value = line.slice(eq + 1);
+    if (key === 'ob') ob = expand(objects, value);
+    else if (key === 'fn') {
+      current = fn(expand(names, value), ob);
+      cob = undefined;
+    } else if (key === 'cob') cob = expand(objects, value);
+    else if (key === 'cfn') callee = fn(expand(names, value), cob ?? ob);
+    else if (key === 'calls') {
+      callCost = true;
+      // cob= applies to the one call it precedes.
+      cob = undefined;
+    } else if (line.startsWith('summary:') || line.startsWith('totals:')) total = Number(line.slice(line.indexOf(':') + 1));
   }
-  return fns;
+  return { total, functions: [...byRaw.values()] };
+}
+
+/**
+ * Where V8 collects or compiles, named by the functions that start it: the work under one of them is its kind's
+ * wherever it runs (a memcpy, a hash table, a builtin), and nothing outside them is. Nested, the innermost decides:
+ * a collection started while compiling counts as a collection, the sweeping a scavenge finishes as the full one's.
+ */
+const CONTEXT_ROOTS: Array<[RegExp, string]> = [
+  [/^v8::internal::(Heap::CollectGarbage|Heap::CollectAllGarbage|Heap::Scavenge|ScavengerCollector::CollectGarbage|MinorGCJob::|ScavengeJob::)/, 'young collections'],
+  [/^v8::internal::(Heap::MarkCompact|MarkCompactCollector::|IncrementalMarking::(Step|AdvanceOnAllocation|AdvanceAndFinalizeIfComplete|Start|AdvanceForTesting|Advance)|IncrementalMarkingJob::|ConcurrentMarking::|Sweeper::|PagedSpaceBase::ContributeToSweepingMain|ArrayBufferSweeper::|MemoryReducer::|Heap::FinalizeIncrementalMarking)/, 'full collections'],
+  [/^v8::internal::(Runtime_Compile|Runtime_InstallBaselineCode|Runtime_NotifyDeoptimized|Compiler::|OptimizingCompileDispatcher::|BaselineBatchCompiler::|Deoptimizer::|maglev::MaglevCompiler|compiler::Pipeline)/, 'compiling and interpreting'],
+];
+
+/**
+ * Each function's own cost by kind: the shares of it run under a collection or a compilation (by the calls into it:
+ * a function called from both has its own cost split as its callers' calls to it cost), the rest by its name. A
+ * collection's functions named as such outside one (the write barrier, allocation's slow paths) are the program's
+ * work, V8's runtime. Frames a dump taken mid-run charges with the whole stretch (main, the event loop: on the
+ * stack throughout) are left out.
+ */
+export function dumpCosts(text: string, nameAt: (addr: number) => string | undefined, unnamed = UNNAMED_INTAKE): DumpCosts {
+  const { total, functions } = parseDump(text);
+  const contexts = [...new Set(CONTEXT_ROOTS.map(([, k]) => k))];
+  const rootOf = new Map<DumpFunction, number>();
+  for (const f of functions) {
+    const sym = f.raw.slice(4, f.raw.lastIndexOf(' ['));
+    const name = sym.replace(/^(?:void |auto |[\w:<>, ]+? (?=v8::))/, '');
+    const i = CONTEXT_ROOTS.findIndex(([re]) => re.test(name));
+    if (i >= 0) rootOf.set(f, contexts.indexOf(CONTEXT_ROOTS[i]![1]));
+  }
+  // share.get(f)[k]: the part of f's cost run under context k; iterated to a fixed point (calls form cycles).
+  const share = new Map<DumpFunction, number[]>();
+  for (const f of functions) share.set(f, contexts.map((_, k) => (rootOf.get(f) === k ? 1 : 0)));
+  for (let round = 0; round < 64; round++) {
+    let moved = 0;
+    for (const f of functions) {
+      if (rootOf.has(f) || f.callers.size === 0) continue;
+      let all = 0;
+      const next = contexts.map(() => 0);
+      for (const [caller, ir] of f.callers) {
+        if (caller === f) continue;
+        all += ir;
+        const s = share.get(caller)!;
+        for (let k = 0; k < s.length; k++) next[k] += ir * s[k]!;
+      }
+      if (all === 0) continue;
+      const cur = share.get(f)!;
+      for (let k = 0; k < cur.length; k++) {
+        const v = next[k]! / all;
+        moved = Math.max(moved, Math.abs(v - cur[k]!));
+        cur[k] = v;
+      }
+    }
+    if (moved < 1e-6) break;
+  }
+  const fns = new Map<string, number>();
+  const kinds = new Map<string, number>();
+  const add = (m: Map<string, number>, k: string, v: number) => m.set(k, (m.get(k) ?? 0) + v);
+  for (const f of functions) {
+    if (f.self === 0 || f.self >= 0.9 * total) continue;
+    const name = functionName(f.raw, nameAt, unnamed);
+    add(fns, name, f.self);
+    const s = share.get(f)!;
+    let rest = f.self;
+    for (let k = 0; k < contexts.length; k++) {
+      if (s[k]! === 0) continue;
+      add(kinds, contexts[k]!, f.self * s[k]!);
+      rest -= f.self * s[k]!;
+    }
+    if (rest <= 0) continue;
+    const byName = kindOf(name);
+    add(kinds, byName === KIND.youngGC || byName === KIND.fullGC ? KIND.runtime : byName, rest);
+  }
+  return { fns, kinds };
 }
 
 /**

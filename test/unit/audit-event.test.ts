@@ -134,6 +134,13 @@ describe('audit event fields', () => {
     check();
     const thawed = { username: 'erin', groups: [] as string[] };
     expect(eventUser(thawed)).not.toBe(eventUser(thawed));
+    // Strings JSON.stringify writes as they are, and ones it escapes (a quote, a backslash, DEL, a lone surrogate).
+    ev.sourceIPs = ['10.0.0.1', '::1'];
+    check();
+    ev.sourceIPs = [];
+    check();
+    ev.auditID = 'a"b\\c\u007f\ud800';
+    check();
     ev.sourceIPs = undefined;
     check();
     ev.userAgent = undefined;

@@ -43,9 +43,25 @@ const VERBS_WITH_SELECTORS = new Set(['list', 'watch', 'deletecollection']);
 const LONG_RUNNING_VERBS = new Set(['watch', 'proxy']);
 const LONG_RUNNING_SUBRESOURCES = new Set(['attach', 'exec', 'proxy', 'log', 'portforward']);
 
+/**
+ * The path's segments between its leading and trailing slashes (empty ones inside kept, as strings.Split keeps
+ * them). A loop, not replace and split: V8 splits a string that is not a literal in its runtime, ~3,700 instructions
+ * a request with the regular expression (scenario 1's count).
+ */
 function splitPath(path: string): string[] {
-  const trimmed = path.replace(/^\/+|\/+$/g, '');
-  return trimmed === '' ? [] : trimmed.split('/');
+  let from = 0;
+  let to = path.length;
+  while (from < to && path.charCodeAt(from) === 0x2f) from++;
+  while (to > from && path.charCodeAt(to - 1) === 0x2f) to--;
+  const parts: string[] = [];
+  while (from < to) {
+    let slash = path.indexOf('/', from);
+    if (slash < 0 || slash > to) slash = to;
+    parts.push(path.slice(from, slash));
+    if (slash === to) break;
+    from = slash + 1;
+  }
+  return parts;
 }
 
 /** url.PathUnescape; a path Go could not unescape would have been rejected earlier, so keep it raw then. */

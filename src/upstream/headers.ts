@@ -47,6 +47,12 @@ function connectionTokens(value: string | string[] | undefined): Set<string> | n
   if (value === undefined) return null;
   const out = new Set<string>();
   for (const v of Array.isArray(value) ? value : [value]) {
+    // Most requests list one token ("keep-alive"): split only when there are more (V8 splits in its runtime).
+    if (!v.includes(',')) {
+      const n = v.trim().toLowerCase();
+      if (n) out.add(n);
+      continue;
+    }
     for (const t of v.split(',')) {
       const n = t.trim().toLowerCase();
       if (n) out.add(n);

@@ -203,5 +203,7 @@ describe('responseHeaders', () => {
       vary: 'Accept',
     };
     expect(responseHeaders(fromUndici)).toEqual({ 'content-type': 'application/json', 'audit-id': 'a', warning: ['299 - "one"', '299 - "two"'], etag: '"E"', vary: 'Accept' });
+    // One token, with no comma to split on.
+    expect(responseHeaders({ connection: ' X-Hop ', 'x-hop': '1', etag: '"E"' })).toEqual({ etag: '"E"' });
   });
 });

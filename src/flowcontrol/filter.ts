@@ -138,7 +138,8 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
     const info = ctx.info;
     const isWatch = info.verb === 'watch';
     // Long-running requests other than watches (exec, attach, log, port-forward, proxy) are not counted; nor are
-    // upgraded connections, which have no response to carry headers or a 429.
+    // upgraded connections (request info lets only long-running ones through), which have no response to carry
+    // headers or a 429.
     if ((info.longRunning && !isWatch) || ctx.upgrade) return next();
     const c = classify(ctl, info, ctx.user ?? ANONYMOUS);
     setClassificationHeaders(ctx, c.flow);
@@ -153,7 +154,11 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
       if (clientGone(ctx)) cancel(t);
       const d = await decided(ctl, t);
       res.off('close', onClose);
-      if (d === 'cancelled') return; // nobody is left to answer
+      if (d === 'cancelled') {
+        // Nobody is left to answer; kube writes its 429 all the same, and its metrics count the request as one.
+        ctx.res.statusCode = 429;
+        return;
+      }
       if (d !== 'execute') return tooManyRequests(ctx, ctl.retryAfter.retryAfter(c.flow.pl.name));
     }
     if (isWatch) initialEventsPending.set(ctx, () => release(ctl, t));

@@ -29,10 +29,14 @@ export function routingStep(g: Gateway): Step {
     const path = ctx.url.pathname;
     // Pods, events and /clusters/<name>/...: the member cache, the members themselves, or (facade) the cache service.
     if (ctx.cluster || isCachedRead(info) || routesToMember(ctx)) {
-      if (g.cacheService) return forwardTo(g.cacheService, ctx, g);
       const m = g.members;
+      const fromCache = !g.cacheService && !!m && !ctx.cluster && isCachedRead(info);
+      // A forwarded watch (to a member or the cache service) is the upstream's to pace: it holds no seats here.
+      if (info.verb === 'watch' && !fromCache) markInitialEventsSent(ctx);
+      if (g.cacheService) return forwardTo(g.cacheService, ctx, g);
       if (!m) throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster ?? '');
-      if (!ctx.cluster && isCachedRead(info)) {
+      if (fromCache) {
+        if (ctx.upgrade) throw newBadRequest(`${info.resource} across the fleet are watched over a plain HTTP/1.1 or HTTP/2 stream, not WebSocket; send the watch without the Upgrade header`);
         await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, w) });
         // A watch's initial events are written by now: it stops holding flow-control seats.
         if (info.verb === 'watch') markInitialEventsSent(ctx);
@@ -40,7 +44,6 @@ export function routingStep(g: Gateway): Step {
       }
       return routeToMember(ctx, { cache: m.cache, members: m.connections, maxBodyBytes: g.config.server.maxRequestBodyBytes, isStale: (c) => m.caches.isStale(c) });
     }
-    if (ctx.upgrade && !info.isResourceRequest) throw newBadRequest('upgrades are only served for resource subresources (exec, attach, portforward)');
     if (!info.isResourceRequest) {
       if (isHealthPath(path)) return serveHealth(ctx, g.health);
       if (path === '/metrics') return serveMetrics(g, ctx);

@@ -8,6 +8,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import type { IncomingMessage } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Duplex } from 'node:stream';
@@ -303,5 +304,30 @@ describe('kubectl 1.33 with --server https://GATEWAY/clusters/member-a', () => {
     expect(exec.stdout).toBe('web\n');
     const missing = await call(opsEndpoint, 'GET', '/clusters/member-z/api/v1/namespaces');
     expect(missing.status).toBe(404);
+  });
+
+  it('a malformed escape in the cluster name is 400, a path kube cannot make sense of is its 500', async () => {
+    const bad = await call(opsEndpoint, 'GET', '/clusters/%E0%A4/api/v1/pods');
+    expect(bad.status).toBe(400);
+    expect(JSON.parse(bad.text)).toMatchObject({ kind: 'Status', reason: 'BadRequest', message: 'invalid URL escape in the cluster name of the path /clusters/%E0%A4/' });
+    const watch = await call(opsEndpoint, 'GET', '/clusters/member-a/api/v1/watch');
+    expect(watch.status).toBe(500);
+    expect(JSON.parse(watch.text).message).toBe('Internal error occurred: failed to create RequestInfo: unable to determine kind and namespace from url, /api/v1/watch');
+  });
+
+  it('a request that is not exec, attach, port-forward, proxy, log or watch is refused with Upgrade, and nothing reaches the member', async () => {
+    expect(podsOf('member-b').get('demo/api')).toBeDefined();
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = tlsConnect({ host: '127.0.0.1', port: Number(new URL(gwURL).port), ca: opsEndpoint.caPem, cert: opsEndpoint.certPem, key: opsEndpoint.keyPem }, () => {
+        socket.write('DELETE /clusters/member-b/api/v1/namespaces/demo/pods/api HTTP/1.1\r\nHost: gw\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n\r\n');
+      });
+      let text = '';
+      socket.on('data', (c: Buffer) => (text += c.toString('latin1')));
+      socket.on('error', reject);
+      socket.on('close', () => resolve(text));
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 Bad Request\r\n/);
+    expect(answer).toContain('the Upgrade header is only honoured for exec, attach, port-forward, proxy, log and watch requests');
+    expect(podsOf('member-b').get('demo/api')).toBeDefined();
   });
 });

@@ -2,6 +2,8 @@
 // that give their seats back after their initial events, and the metrics a dashboard reads.
 
 import { EventEmitter } from 'node:events';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -12,7 +14,11 @@ import type { UserInfo } from '../../src/api/user.js';
 import { stableUID } from '../../src/flowcontrol/config.js';
 import { flowControlStep, markInitialEventsSent, newFlowControl, type FlowControl } from '../../src/flowcontrol/filter.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
+import { compose } from '../../src/server/chain.js';
 import type { RequestContext } from '../../src/server/context.js';
+import type { Gateway } from '../../src/server/gateway.js';
+import { routingStep } from '../../src/server/routes.js';
+import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 
 class FakeRes extends EventEmitter {
   headers: Record<string, string> = {};
@@ -51,6 +57,45 @@ function ctxFor(method: string, url: string, user: UserInfo, deadlineMs: number 
     deadline: info.longRunning || deadlineMs === undefined ? undefined : Date.now() + deadlineMs,
     log: pino({ level: 'silent' }),
   } as RequestContext & { res: FakeRes };
+}
+
+/** A response forward() can write to: it streams a watch's events. */
+class StreamRes extends FakeRes {
+  statusCode = 200;
+  getHeader(k: string) {
+    return this.headers[k.toLowerCase()];
+  }
+  flushHeaders() {}
+  write(b: Buffer | string) {
+    this.body += String(b);
+    return true;
+  }
+  destroy() {
+    this.hangUp();
+  }
+}
+
+/** A request to be forwarded: the request the upstream gets is made from req's method and headers. */
+function forwardedCtx(path: string): RequestContext & { res: StreamRes } {
+  const u = new URL(path, 'https://gw');
+  const req = Object.assign(new EventEmitter(), { method: 'GET', url: path, headers: {}, rawHeaders: [] as string[], socket: {} });
+  return {
+    req: req as any,
+    res: new StreamRes() as any,
+    url: u,
+    auditID: 'audit-1',
+    info: newRequestInfo('GET', u.pathname, u.searchParams),
+    user: alice,
+    log: pino({ level: 'silent' }),
+  } as RequestContext & { res: StreamRes };
+}
+
+async function until(pred: () => boolean, ms = 5000): Promise<void> {
+  const end = Date.now() + ms;
+  while (!pred()) {
+    if (Date.now() > end) throw new Error('condition not met');
+    await new Promise((r) => setTimeout(r, 10));
+  }
 }
 
 const alice: UserInfo = { username: 'alice', groups: ['system:authenticated'] };
@@ -195,6 +240,8 @@ describe('flow control step', () => {
     gone.res.hangUp();
     await p;
     expect(gone.res.status).toBe(0);
+    // Nothing is written, but the request's metrics count it as kube does: a 429.
+    expect((gone.res as unknown as { statusCode: number }).statusCode).toBe(429);
     gate.resolve();
     await running;
     expect(await registry.metrics()).toContain('apiserver_flowcontrol_rejected_requests_total{priority_level="people",flow_schema="people",reason="cancelled"} 1');
@@ -248,6 +295,42 @@ describe('flow control step', () => {
     await served;
     expect(qs.totSeatsInUse).toBe(0);
     expect(await registry.metrics()).toMatch(/apiserver_flowcontrol_request_execution_seconds_count\{priority_level="people",flow_schema="people",type="watch"\} 1/);
+  });
+
+  it('gives a forwarded watch\'s seat back before it streams: through /clusters/<name>, or to the cache service', async () => {
+    // An upstream whose watches never end, as a member's or the cache service's do not.
+    const server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"type":"ADDED","object":{}}\n');
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const upstream = upstreamFromEndpoint({ name: 'cache-service', url: `http://127.0.0.1:${(server.address() as AddressInfo).port}` });
+    const g = { cacheService: upstream, config: { server: { maxRequestBodyBytes: 1 << 20 } }, watches: new Set() } as unknown as Gateway;
+    const chain = compose([flowControlStep(fc), routingStep(g)]);
+    const qs = fc.controller.levels.get('people')!.qs!;
+    // One member's watch (any resource), and a fleet watch of pods, which the cache service answers in facade mode.
+    const watches = [
+      { path: '/apis/apps/v1/namespaces/default/deployments?watch=true', cluster: 'member-a' },
+      { path: '/api/v1/pods?watch=true', cluster: undefined },
+    ].map(({ path, cluster }) => {
+      const ctx = forwardedCtx(path);
+      ctx.cluster = cluster;
+      return { ctx, done: chain(ctx) };
+    });
+    try {
+      await until(() => watches.every((w) => w.ctx.res.body.length > 0));
+      // Both stream, and the one seat people have is free for the next request.
+      expect(qs.totSeatsInUse).toBe(0);
+      let ran = false;
+      await flowControlStep(fc)(ctxFor('GET', '/api/v1/pods', alice), async () => void (ran = true));
+      expect(ran).toBe(true);
+    } finally {
+      for (const w of watches) (w.ctx.req as EventEmitter).emit('close');
+      for (const w of watches) w.ctx.res.destroy();
+      server.closeAllConnections();
+      server.close();
+      await Promise.allSettled(watches.map((w) => w.done));
+    }
   });
 
   it('releases the seat when the next step fails', async () => {

@@ -1,7 +1,7 @@
 // The request chain, composed in this one place and in this order, as k8s.io/apiserver's DefaultBuildHandlerChain
 // composes its filters:
 //
-//   request info -> authentication -> audit -> flow control -> authorization -> admission -> routing
+//   request info -> authentication -> audit -> flow control -> (in-flight count) -> authorization -> admission -> routing
 //
 // Each step lives in the folder of its layer and does one job; it either calls next() or ends the request by
 // throwing a StatusError, which the server writes as a Kubernetes Status.
@@ -11,6 +11,7 @@ import { auditAuthenticationFailuresStep, auditStep, addAuditAnnotation } from '
 import { authenticationStep } from '../authn/filter.js';
 import { authorizationStep } from '../authz/filter.js';
 import { flowControlStep } from '../flowcontrol/index.js';
+import { inflightStep } from '../metrics/inflight.js';
 import { requestInfoStep } from '../request/filter.js';
 import type { RequestContext } from './context.js';
 import { routingStep } from './routes.js';
@@ -34,6 +35,8 @@ export function buildChain(g: Gateway): (ctx: RequestContext) => Promise<void> {
     authenticationStep({ authenticator: g.authenticator, anonymous: g.config.authentication.anonymous.enabled, sar: g.sar, publicPaths: isHealthPath }),
     auditStep(g.auditor),
     ...(g.flowControl ? [flowControlStep(g.flowControl, { estimateObjects: (ctx) => estimateCachedObjects(g, ctx), requestWaitLimitMs: timeoutMs / 4 })] : []),
+    // Requests executing, as kube-apiserver counts them past its flow control (apiserver_current_inflight_requests).
+    inflightStep(g.metrics),
     // Authorization: forwarded requests are decided by the upstream's RBAC through impersonation; reads served
     // from the member cache are decided here.
     authorizationStep({ authorizeCachedRead: g.authorizeCachedRead, servedFromCache: (ctx) => servedFromCache(g, ctx) }),

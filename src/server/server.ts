@@ -13,7 +13,7 @@ import fastify from 'fastify';
 import type { Logger } from 'pino';
 import { newBadRequest, toStatus, type Status } from '../api/status.js';
 import type { Config } from '../config/index.js';
-import { isMutating, longRunningGauge, observeRequest, reportedVerb } from '../metrics/apiserver.js';
+import { longRunningGauge, observeRequest, reportedVerb } from '../metrics/apiserver.js';
 import { writeStatus as writeUpgradeStatus } from '../upstream/upgrade.js';
 import { buildChain } from './chain.js';
 import type { Request, RequestContext, Response } from './context.js';
@@ -61,20 +61,15 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
 
   const longRunning = new Set<Response>();
-  const inflightReadOnly = g.metrics.inflight.labels('readOnly');
-  const inflightMutating = g.metrics.inflight.labels('mutating');
   const handle = async (req: Request, res: Response): Promise<void> => {
     const started = process.hrtime.bigint();
     const auditID = auditIDOf(req);
     res.setHeader('Audit-Id', auditID);
     const ctx = newRequestContext(log, req, res, auditID);
-    const inflight = isMutating(req.method ?? 'GET') ? inflightMutating : inflightReadOnly;
-    inflight.inc();
     let counted = false;
     const account = () => {
       if (counted || !ctx.info) return;
       counted = true;
-      inflight.dec();
       const verb = reportedVerb(ctx.info, req.method ?? 'GET', req.headers['content-type']);
       const dryRun = ctx.url.search !== '' && ctx.url.searchParams.getAll('dryRun').includes('All');
       const longRunningRequest = ctx.info.longRunning;
@@ -91,10 +86,8 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       if (s.code >= 500) ctx.log.warn({ code: s.code, reason: s.reason, msg: s.message }, 'request failed');
       writeStatus(res, auditID, s);
     } finally {
-      if (!ctx.info) {
-        inflight.dec();
-        counted = true;
-      }
+      // A request refused before its request info (a malformed path) is not counted.
+      if (!ctx.info) counted = true;
     }
   };
 

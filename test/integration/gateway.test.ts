@@ -175,7 +175,7 @@ describe('streams and metrics', () => {
     w.close();
   });
 
-  it('counts an open watch in apiserver_longrunning_requests until it ends', async () => {
+  it('counts an open watch in apiserver_longrunning_requests until it ends, and not as a request in flight', async () => {
     const gauge = async (): Promise<number> => {
       const text = (await call(adminEp, 'GET', '/metrics')).text;
       const line = text.split('\n').find((l) => l.startsWith('apiserver_longrunning_requests{') && l.includes('resource="configmaps"') && l.includes('verb="WATCH"'));
@@ -195,6 +195,9 @@ describe('streams and metrics', () => {
     const list = (await call(adminEp, 'GET', '/api/v1/namespaces/demo/configmaps')).json();
     const w = await openWatch(adminEp, `/api/v1/namespaces/demo/configmaps?watch=1&resourceVersion=${list.metadata.resourceVersion}`);
     expect(await gauge()).toBe(1);
+    // Long-running requests are not in flight as kube-apiserver counts them: only the GET of /metrics itself is.
+    const inflight = (await call(adminEp, 'GET', '/metrics')).text.split('\n').find((l) => l.startsWith('apiserver_current_inflight_requests{request_kind="readOnly"}'));
+    expect(inflight).toBe('apiserver_current_inflight_requests{request_kind="readOnly"} 1');
     w.close();
     expect(await settle(0)).toBe(0);
   });

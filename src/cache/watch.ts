@@ -33,6 +33,11 @@ export const defaultWatchSettings: WatchSettings = {
   maxPendingEvents: 100_000,
 };
 
+/** Shared frame chunks a watcher's connection may hold views of before its batches go as copies (see flush). */
+export const MAX_HELD_CHUNKS = 16;
+/** The cacher's bookmark before a watch's timeout. */
+const PRE_TIMEOUT_BOOKMARK_MS = 2000;
+
 export interface ActiveWatch {
   /** Ends the stream cleanly (graceful shutdown). */
   stop(): void;
@@ -71,18 +76,45 @@ export function serveWatch(
   let queued: Buffer[] = [];
   let queuedBytes = 0;
   let closed = false;
+  // An event's frame is a view of a shared 1 MiB chunk (src/api/watch.ts), and a view keeps its whole chunk alive.
+  // A connection that has not taken its frames yet holds them: a stalled watcher with a narrow selection, one
+  // frame of a few KB in each chunk, would keep ~200 times its allowance alive. So the chunks a connection holds
+  // views of are counted (frames of consecutive events share one; a batch's write callback says when the
+  // connection took them), and past MAX_HELD_CHUNKS a batch goes as a copy. A watcher that keeps up holds one or two.
+  let chunksHeld = 0;
+  let lastChunk: ArrayBufferLike | undefined;
+  const heldBatches: number[] = [];
+  const batchTaken = (): void => {
+    chunksHeld -= heldBatches.shift() ?? 0;
+  };
   const flush = (): void => {
     if (queued.length === 0) return;
     const bs = queued;
+    const bytes = queuedBytes;
     queued = [];
     queuedBytes = 0;
     if (closed || res.writableEnded) return;
+    if (chunksHeld >= MAX_HELD_CHUNKS) {
+      res.write(Buffer.concat(bs, bytes));
+      return;
+    }
+    let chunks = 0;
+    for (let i = 0; i < bs.length; i++) {
+      if (bs[i]!.buffer !== lastChunk) {
+        lastChunk = bs[i]!.buffer;
+        chunks++;
+      }
+    }
+    chunksHeld += chunks;
+    heldBatches.push(chunks);
     if (bs.length === 1) {
-      res.write(bs[0]!);
+      res.write(bs[0]!, batchTaken);
       return;
     }
     res.cork();
-    for (let i = 0; i < bs.length; i++) res.write(bs[i]!);
+    const last = bs.length - 1;
+    for (let i = 0; i < last; i++) res.write(bs[i]!);
+    res.write(bs[last]!, batchTaken);
     res.uncork();
   };
 
@@ -187,23 +219,25 @@ export function serveWatch(
   if (initialObjects === undefined && replay === undefined) {
     live = true;
   } else {
-    void sendBacklog().then(
-      () => {
-        if (!finished) live = true;
-      },
-      () => finish(),
-    );
+    sendBacklog().catch(() => finish());
   }
 
-  const timeout = Math.min(opts.timeoutSeconds ?? settings.maxTimeoutSeconds, settings.maxTimeoutSeconds);
+  // timeoutSeconds=0 means none asked, as in the apiserver's watch handler (clients send it for "no timeout").
+  const timeout = Math.min(opts.timeoutSeconds || settings.maxTimeoutSeconds, settings.maxTimeoutSeconds);
   timers.push(setTimeout(finish, timeout * 1000));
   if (opts.allowWatchBookmarks && form.as !== 'table') {
-    const tick = () => {
+    const bookmark = () => {
       // Not while the backlog is being written: a bookmark says "you have everything up to here".
       if (live) write(encodeWatchEvent('BOOKMARK', enc.bookmark(String(Math.max(lastRV, store.clock.current())))));
+    };
+    const tick = () => {
+      bookmark();
       timers.push(setTimeout(tick, settings.bookmarkIntervalMs));
     };
     timers.push(setTimeout(tick, settings.bookmarkIntervalMs));
+    // And one 2 s before the timeout, as the cacher sends (cacheWatcher.nextBookmarkTime): the client's next watch
+    // then starts from now rather than from a bookmark up to a minute old, which the window may no longer hold.
+    if (timeout * 1000 - PRE_TIMEOUT_BOOKMARK_MS > 0) timers.push(setTimeout(bookmark, timeout * 1000 - PRE_TIMEOUT_BOOKMARK_MS));
   }
   return { stop: finish, done };
 
@@ -235,7 +269,8 @@ export function serveWatch(
       }
       lastRV = Math.max(lastRV, replayFrom);
     }
-    // Live events that came meanwhile, until none is left; going live then happens in the same turn.
+    // Live events that came meanwhile, until none is left; going live then happens in the same turn, with no await
+    // between the last look at pending and live: an event in between would wait in pending for ever.
     while (pending.length > 0 && !finished) {
       const evs = pending.splice(0, pending.length);
       for (let i = 0; i < evs.length && !finished; i++) {
@@ -243,6 +278,7 @@ export function serveWatch(
         if (b) await send(b);
       }
     }
+    if (!finished) live = true;
   }
 }
 

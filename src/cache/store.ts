@@ -761,7 +761,15 @@ export class Store {
       iterate: (start: string, prefix: string) => among((from) => keys.from(from), start, prefix),
       iterateAmong: among,
       countFrom(start: string, prefix: string) {
-        return countKeys(keys, start, prefix) + overlayKeys.length;
+        // The keys now, then for each key changed since `at` in the range: one more if it was there at `at`, one
+        // fewer if it is there now.
+        let n = countKeys(keys, start, prefix);
+        for (let i = lowerBound(overlayKeys, start > prefix ? start : prefix); i < overlayKeys.length; i++) {
+          const key = overlayKeys[i]!;
+          if (prefix && !key.startsWith(prefix)) break;
+          n += (overlay.get(key) !== undefined ? 1 : 0) - (objects.has(key) ? 1 : 0);
+        }
+        return n;
       },
     };
   }

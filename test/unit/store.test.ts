@@ -154,6 +154,12 @@ describe('Store', () => {
     expect((objectOf(objs[0]) as any).spec).toBeUndefined();
     expect(keysOf(s.snapshot().iterate('', ''))).toEqual(['ns/a', 'ns/c']);
     expect(keysOf(old.iterate('ns/b', 'ns/'))).toEqual(['ns/b']);
+    // remainingItemCount counts the objects at that resourceVersion from a key on: created, changed and removed
+    // since then as they were.
+    expect(old.countFrom('', '')).toBe(2);
+    expect(old.countFrom('ns/b', 'ns/')).toBe(1);
+    expect(old.countFrom('ns/c', 'ns/')).toBe(0);
+    expect(old.countFrom('', 'other/')).toBe(0);
   });
 
   it('forgets events past the window and says so', () => {

@@ -10,7 +10,7 @@
 import { createHash } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
-import type { PeerCertificate, TLSSocket } from 'node:tls';
+import type { DetailedPeerCertificate, PeerCertificate, TLSSocket } from 'node:tls';
 import type { UserInfo } from '../api/user.js';
 import { withAuthenticatedGroup } from './group.js';
 
@@ -42,17 +42,54 @@ export interface VerifiedCertificate {
 const NONE: X509Outcome = { kind: 'none' };
 
 // The peer certificate cannot change within a TLS connection, and kubectl keeps connections alive: decide once
-// per connection instead of hashing the certificate on every request.
-const byConnection = new WeakMap<object, X509Outcome>();
+// per connection instead of hashing the certificate on every request. Time can pass the chain's validity on a
+// connection, though (and a resumed TLS session brings back the handshake's verdict): kube-apiserver verifies the
+// chain on every request, so its validity window is checked on every request here.
+interface Decided {
+  outcome: X509Outcome;
+  /** When every certificate of the chain is valid, in ms since the epoch (only for a user outcome). */
+  notBefore: number;
+  notAfter: number;
+}
+const byConnection = new WeakMap<object, Decided>();
 
 export function authenticateClientCert(req: IncomingMessage | Http2ServerRequest): X509Outcome {
   const socket = tlsSocketOf(req);
   if (socket === undefined) return NONE;
-  const cached = byConnection.get(socket);
-  if (cached !== undefined) return cached;
+  let d = byConnection.get(socket);
+  if (d === undefined) {
+    d = decided(socket);
+    byConnection.set(socket, d);
+  }
+  if (d.outcome.kind === 'user') {
+    const now = Date.now();
+    if (now < d.notBefore || now > d.notAfter) {
+      const bound = now > d.notAfter ? `after ${goTime(d.notAfter)}` : `before ${goTime(d.notBefore)}`;
+      return { kind: 'error', reason: `verifying certificate ${d.outcome.cert.id} failed: x509: certificate has expired or is not yet valid: current time ${goTime(now)} is ${bound}` };
+    }
+  }
+  return d.outcome;
+}
+
+function decided(socket: Partial<TLSSocket>): Decided {
   const outcome = decide(socket);
-  byConnection.set(socket, outcome);
-  return outcome;
+  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity };
+  // The leaf and the certificates above it that the handshake verified (node links the chain; a root links to itself).
+  let notBefore = -Infinity;
+  let notAfter = Infinity;
+  const seen = new Set<PeerCertificate>();
+  for (let c = socket.getPeerCertificate!(true) as DetailedPeerCertificate | null; c && c.raw && !seen.has(c); c = c.issuerCertificate) {
+    seen.add(c);
+    notBefore = Math.max(notBefore, Date.parse(c.valid_from));
+    notAfter = Math.min(notAfter, Date.parse(c.valid_to));
+  }
+  // A date node could not print or we could not read: the handshake's verdict stands, as before.
+  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter };
+}
+
+/** As Go prints a time.Time in UTC: 2006-01-02T15:04:05Z. */
+function goTime(ms: number): string {
+  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
 /** The connection's TLS socket; for HTTP/2 the session's (stable per connection), not the per-stream proxy. */

@@ -198,6 +198,24 @@ describe('x509 client certificates', async () => {
     expect(Object.isFrozen(direct!.groups)).toBe(true);
   });
 
+  it('refuses a certificate that expires while its connection stays open (kube verifies the chain per request)', async () => {
+    const brief = await issueClientCert(ca, 'brief', [], { notBefore: new Date(Date.now() - DAY), notAfter: new Date(Date.now() + 1500) });
+    const agent = new Agent({ keepAlive: true, maxSockets: 1, ca: ca.certPem, cert: brief.certPem, key: brief.keyPem });
+    try {
+      expect((await get(url, brief, {}, agent)).body.user.username).toBe('brief');
+      const until = Date.now() + 10_000;
+      let late = await get(url, brief, {}, agent);
+      while (late.status === 200 && Date.now() < until) {
+        await new Promise((r) => setTimeout(r, 100));
+        late = await get(url, brief, {}, agent);
+      }
+      expect(late.status).toBe(401);
+      expect(late.body.message).toBe('Unauthorized');
+    } finally {
+      agent.destroy();
+    }
+  });
+
   it('works over HTTP/2 (the session socket carries the certificate)', async () => {
     const h2get = (client: CertKeyPem): Promise<Answer> =>
       new Promise((resolve, reject) => {

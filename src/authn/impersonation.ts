@@ -77,7 +77,7 @@ export function requestedImpersonation(headers: Headers): ImpersonationRequest |
     if (name.length < 15) continue;
     const lower = name.toLowerCase();
     if (!lower.startsWith('impersonate-')) continue;
-    const values = headerValues(headers[name]);
+    const values = utf8Values(headerValues(headers[name]));
     if (values.length === 0) continue;
     if (lower === IMPERSONATE_USER_HEADER) {
       if (user === '') user = values[0]!;
@@ -87,7 +87,8 @@ export function requestedImpersonation(headers: Headers): ImpersonationRequest |
       (groups ??= []).push(...values);
     } else if (lower.startsWith(IMPERSONATE_EXTRA_PREFIX)) {
       const key = unescapeExtraKey(lower.slice(IMPERSONATE_EXTRA_PREFIX.length));
-      ((extra ??= {})[key] ??= []).push(...values);
+      // No prototype: a key such as __proto__ or constructor is an extra key like any other.
+      ((extra ??= Object.create(null) as Record<string, string[]>)[key] ??= []).push(...values);
     }
   }
   const hasGroups = groups !== undefined;
@@ -168,6 +169,21 @@ function attributes(requester: UserInfo, apiGroup: string, resource: string, sub
     subresource,
     name,
   };
+}
+
+/**
+ * Node reads header bytes as latin1; Go, and so the upstream, reads them as UTF-8. `kubectl --as jürgen` sends the
+ * name's UTF-8 bytes, which must be authorized and forwarded as "jürgen", not as the latin1 reading "jÃ¼rgen".
+ */
+function utf8Values(values: string[]): string[] {
+  let out = values;
+  for (let i = 0; i < values.length; i++) {
+    const v = values[i]!;
+    if (!/[^\x00-\x7f]/.test(v)) continue;
+    if (out === values) out = [...values];
+    out[i] = Buffer.from(v, 'latin1').toString('utf8');
+  }
+  return out;
 }
 
 function headerValues(v: string | string[] | undefined): string[] {

@@ -3,7 +3,10 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { newInternalError } from '../api/status.js';
-import { isDeepFrozen, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
+import { isDeepFrozen, SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
+
+/** serviceaccount.ServiceAccountUsernamePrefix: the upstream reads such a user name as a service account's. */
+const SERVICE_ACCOUNT_USER_PREFIX = 'system:serviceaccount:';
 import type { Request } from '../server/context.js';
 import type { Upstream } from './client.js';
 
@@ -145,10 +148,10 @@ export function responseHeaders(headers: IncomingHttpHeaders): Record<string, st
 /**
  * Impersonate-User, -Uid, one -Group per group and one -Extra-<key> per extra value, for the caller.
  *
- * system:authenticated and system:unauthenticated are left out, as Karmada's cluster proxy does (SkipGroup):
- * kube-apiserver's impersonation filter adds system:authenticated to every impersonated user but
- * system:anonymous (who gets system:unauthenticated) unless one of them was sent, so the result is identical
- * and the upstream runs one "impersonate groups" authorization check fewer per request.
+ * system:authenticated and system:unauthenticated are left out where that changes nothing, as Karmada's cluster
+ * proxy does (SkipGroup): kube-apiserver's impersonation filter adds system:authenticated to every impersonated
+ * user but system:anonymous (who gets system:unauthenticated) unless one of them was sent, so the result is
+ * identical and the upstream runs one "impersonate groups" authorization check fewer per request.
  */
 export function impersonationHeaders(user: UserInfo): Record<string, string | string[]> {
   const flat: string[] = [];
@@ -184,8 +187,18 @@ function impersonationFields(out: string[], user: UserInfo): void {
   if (!user.username) throw newInternalError('cannot forward a request for a user with an empty name');
   out.push('impersonate-user', headerValue(user.username, 'user name'));
   if (user.uid) out.push('impersonate-uid', headerValue(user.uid, 'uid'));
+  // Left out where the upstream's filter adds them back (see impersonationHeaders), and only there: a user in
+  // system:unauthenticated would be given system:authenticated, and a name shaped like a service account's sent
+  // with no group at all gets the service-account groups (system:serviceaccounts and its namespace's), which a
+  // client certificate or a token naming such a user never had.
+  const anonymous = user.username === SYSTEM_ANONYMOUS;
+  let keepAuthenticated = anonymous || user.groups.includes(SYSTEM_UNAUTHENTICATED);
+  if (!keepAuthenticated && user.username.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) {
+    keepAuthenticated = !user.groups.some((g) => g !== SYSTEM_AUTHENTICATED && g !== SYSTEM_UNAUTHENTICATED);
+  }
   for (const g of user.groups) {
-    if (g === SYSTEM_AUTHENTICATED || g === SYSTEM_UNAUTHENTICATED) continue;
+    if (g === SYSTEM_AUTHENTICATED && !keepAuthenticated) continue;
+    if (g === SYSTEM_UNAUTHENTICATED && anonymous) continue;
     out.push('impersonate-group', headerValue(g, 'group'));
   }
   if (user.extra) {

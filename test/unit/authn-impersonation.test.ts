@@ -56,6 +56,15 @@ describe('requestedImpersonation', () => {
     });
   });
 
+  it('reads values as the UTF-8 their bytes are (node hands them over as latin1), and takes any extra key', () => {
+    const latin1 = (s: string) => Buffer.from(s, 'utf8').toString('latin1');
+    const wanted = requestedImpersonation({ 'impersonate-user': latin1('jürgen'), 'impersonate-group': [latin1('équipe')], 'impersonate-extra-__proto__': 'x', 'impersonate-extra-constructor': 'y' });
+    expect(wanted!.user).toBe('jürgen');
+    expect(wanted!.groups).toEqual(['équipe']);
+    expect(wanted!.extra['__proto__']).toEqual(['x']);
+    expect(wanted!.extra['constructor']).toEqual(['y']);
+  });
+
   it('splits node-joined string values at ", " and keeps a malformed escape as sent', () => {
     expect(requestedImpersonation({ 'impersonate-user': 'jane', 'impersonate-group': 'dev, qa', 'impersonate-extra-a%zzb': 'x' })).toEqual({
       user: 'jane',

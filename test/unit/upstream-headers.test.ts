@@ -47,6 +47,25 @@ describe('impersonationHeaders', () => {
     expect(impersonationHeaders({ username: 'system:anonymous', groups: ['system:unauthenticated'] })).toEqual({ 'impersonate-user': 'system:anonymous' });
   });
 
+  it('keeps system:authenticated where the upstream would not add it back as it was', () => {
+    // A name shaped like a service account's with no group sent would get the service-account groups upstream.
+    expect(impersonationHeaders({ username: 'system:serviceaccount:kube-system:fake', groups: ['system:authenticated'] })).toEqual({
+      'impersonate-user': 'system:serviceaccount:kube-system:fake',
+      'impersonate-group': 'system:authenticated',
+    });
+    // With a group of its own it gets none of them, and system:authenticated is added back.
+    expect(impersonationHeaders({ username: 'system:serviceaccount:ns:sa', groups: ['system:serviceaccounts', 'system:authenticated'] })).toEqual({
+      'impersonate-user': 'system:serviceaccount:ns:sa',
+      'impersonate-group': 'system:serviceaccounts',
+    });
+    // A user in system:unauthenticated is not given system:authenticated upstream.
+    expect(impersonationHeaders({ username: 'bob', groups: ['system:unauthenticated'] })).toEqual({ 'impersonate-user': 'bob', 'impersonate-group': 'system:unauthenticated' });
+    expect(impersonationHeaders({ username: 'bob', groups: ['system:authenticated', 'system:unauthenticated'] })).toEqual({
+      'impersonate-user': 'bob',
+      'impersonate-group': ['system:authenticated', 'system:unauthenticated'],
+    });
+  });
+
   it('sends non-ASCII names as their UTF-8 bytes, which is how Go reads header values', () => {
     const h = impersonationHeaders({ username: 'jürgen@example.com', groups: ['équipe'] });
     expect(Buffer.from(h['impersonate-user'] as string, 'latin1').toString('utf8')).toBe('jürgen@example.com');

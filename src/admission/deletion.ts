@@ -53,14 +53,13 @@ export async function checkCollectionDeletion(
   path: string,
   gr: GroupResource,
   namespace: string,
-  selectors: { labelSelector: string; fieldSelector: string },
+  /** The list the upstream will make: selectors, continue, resourceVersion, limit. */
+  listOptions: URLSearchParams,
   as: UserInfo,
   s: DeletionSettings,
   deadline: number,
 ): Promise<Outcome> {
-  const q = new URLSearchParams();
-  if (selectors.labelSelector) q.set('labelSelector', selectors.labelSelector);
-  if (selectors.fieldSelector) q.set('fieldSelector', selectors.fieldSelector);
+  const q = listOptions;
   const found = new Found(!namespace);
   const r = await scanList(up, path, q, as, deadline, (m) => {
     const label = protectionLabelOf(m.labels, s.rules.labels);

@@ -21,7 +21,7 @@ export interface AdmissionOptions {
    * for pods. undefined when the gateway will not forward it (not exposed, answered by the gateway itself): then
    * there is nothing to protect. Several upstreams when the write goes to each of them: every one is checked.
    */
-  upstreamFor(ctx: RequestContext): Upstream | readonly Upstream[] | undefined;
+  upstreamFor(ctx: RequestContext): Upstream | readonly AdmissionTarget[] | undefined;
   rules: AdmissionRules;
   /** Members of these groups may bypass both protections; each bypass is written to the audit event. */
   breakGlassGroups: readonly string[];
@@ -34,6 +34,13 @@ export interface AdmissionOptions {
   /** Time for the checks of a request without a deadline. Default 30s. */
   checkTimeoutMs?: number;
 }
+
+/**
+ * One of several upstreams a write goes to, with the list a collection is read with there when routing sends
+ * the request otherwise than as it came (members: the fleetgate.io/cluster requirements pick them and are not
+ * sent; a LIST the cache answers has its own continue tokens and resourceVersions, which mean nothing to members).
+ */
+export type AdmissionTarget = Upstream | { upstream: Upstream; listOptions: URLSearchParams };
 
 /** What a request needs checked; ScaleLimit for writes of a guarded workload or its scale. */
 type Check = 'object' | 'namespace' | 'eviction' | 'collection' | ScaleLimit;
@@ -60,12 +67,14 @@ export function admissionStep(o: AdmissionOptions): Step {
     const rule: RuleName = typeof check === 'string' ? 'deletion-protection' : 'scale-down-protection';
     const bypass = breakGlassGroupOf(user, breakGlass);
     const deadline = ctx.deadline ?? Date.now() + checkTimeoutMs;
-    const upstreams: readonly Upstream[] = Array.isArray(target) ? target : [target as Upstream];
+    const targets: readonly AdmissionTarget[] = Array.isArray(target) ? target : [target as Upstream];
 
     let outcome: Outcome = { summary: '' };
     try {
-      for (const up of upstreams) {
-        outcome = await judge(ctx, check, up, user, deletion, bodyLimit, deadline);
+      for (const t of targets) {
+        const rewritten = 'listOptions' in t && 'upstream' in t;
+        const up = rewritten ? t.upstream : (t as Upstream);
+        outcome = await judge(ctx, check, up, user, deletion, bodyLimit, deadline, rewritten ? t.listOptions : undefined);
         if (outcome.finding) break;
       }
     } catch (e) {
@@ -116,7 +125,27 @@ function checkFor(ctx: RequestContext, rules: CompiledRules): Check | undefined 
   }
 }
 
-async function judge(ctx: RequestContext, check: Check, up: Upstream, user: UserInfo, deletion: DeletionSettings, bodyLimit: number, deadline: number): Promise<Outcome> {
+/**
+ * What the upstream will list to delete a collection (the registry's DeleteCollection lists with the request's
+ * options: its selectors, its continue token, resourceVersion and limit), or what a LIST of `kubectl delete` will
+ * return. A continue token from an older list selects what matched then: without it, the look would be at what
+ * matches now, and an object whose other labels changed since would be deleted unseen.
+ */
+export function collectionListOptions(ctx: RequestContext): URLSearchParams {
+  const from = ctx.url.searchParams;
+  const q = new URLSearchParams();
+  if (ctx.info.labelSelector) q.set('labelSelector', ctx.info.labelSelector);
+  if (ctx.info.fieldSelector) q.set('fieldSelector', ctx.info.fieldSelector);
+  for (const name of COLLECTION_LIST_OPTIONS) {
+    const v = from.get(name);
+    if (v) q.set(name, v);
+  }
+  return q;
+}
+
+const COLLECTION_LIST_OPTIONS = ['continue', 'resourceVersion', 'resourceVersionMatch', 'limit'] as const;
+
+async function judge(ctx: RequestContext, check: Check, up: Upstream, user: UserInfo, deletion: DeletionSettings, bodyLimit: number, deadline: number, listOptions?: URLSearchParams): Promise<Outcome> {
   const info = ctx.info;
   const gr: GroupResource = { group: info.apiGroup, resource: info.resource };
   const path = ctx.url.pathname;
@@ -128,7 +157,7 @@ async function judge(ctx: RequestContext, check: Check, up: Upstream, user: User
     case 'namespace':
       return checkNamespaceDeletion(up, info.name, user, deletion, deadline);
     case 'collection':
-      return checkCollectionDeletion(up, path, gr, info.namespace, { labelSelector: info.labelSelector, fieldSelector: info.fieldSelector }, user, deletion, deadline);
+      return checkCollectionDeletion(up, path, gr, info.namespace, listOptions ?? collectionListOptions(ctx), user, deletion, deadline);
     default: {
       const body = await readBody(ctx, bodyLimit);
       const contentType = ctx.req.headers['content-type'];

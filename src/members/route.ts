@@ -249,19 +249,29 @@ function connection(g: MemberRouting, cluster: string): MemberConnection {
 // deletecollection: every member (or those a fleetgate.io/cluster requirement selects), the rest of the selector
 // as it is; the answer is one list of everything deleted, or the first member's refusal.
 
-async function deleteCollection(ctx: RequestContext, g: MemberRouting, resource: CachedResource): Promise<void> {
-  const q = new URLSearchParams(ctx.url.search);
+/**
+ * A collection's members and the label selector each is asked with: the fleetgate.io/cluster requirements pick the
+ * members (their objects do not carry the label, the gateway adds it), the rest goes to them. Deleting a
+ * collection and admission's look at what that will delete share it, so both see the same objects.
+ */
+export function memberCollection(labelSelector: string, members: readonly string[]): { clusters: string[]; labelSelector: string } {
   let selector: LabelSelector;
   try {
-    selector = parseLabelSelector(q.get('labelSelector') ?? '');
+    selector = parseLabelSelector(labelSelector);
   } catch (e) {
     if (e instanceof LabelSelectorError) throw badLabelSelector(e);
     throw e;
   }
   const onCluster = selector.requirements.filter((r) => r.key === CLUSTER_LABEL);
   const rest = selector.requirements.filter((r) => r.key !== CLUSTER_LABEL);
-  const clusters = g.members.names().filter((c) => onCluster.length === 0 || selectorOver(selector, onCluster).matches({ [CLUSTER_LABEL]: c }));
-  if (rest.length > 0) q.set('labelSelector', selectorOver(selector, rest).toString());
+  const clusters = members.filter((c) => onCluster.length === 0 || selectorOver(selector, onCluster).matches({ [CLUSTER_LABEL]: c }));
+  return { clusters, labelSelector: rest.length > 0 ? selectorOver(selector, rest).toString() : '' };
+}
+
+async function deleteCollection(ctx: RequestContext, g: MemberRouting, resource: CachedResource): Promise<void> {
+  const q = new URLSearchParams(ctx.url.search);
+  const { clusters, labelSelector } = memberCollection(q.get('labelSelector') ?? '', g.members.names());
+  if (labelSelector) q.set('labelSelector', labelSelector);
   else q.delete('labelSelector');
   const qs = q.toString();
   const path = ctx.url.pathname + (qs ? `?${qs}` : '');

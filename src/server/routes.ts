@@ -13,7 +13,8 @@ import { forwardUpgrade } from '../upstream/upgrade.js';
 import { serveCached, isCachedRead } from '../cache/serve.js';
 import type { ActiveWatch } from '../cache/watch.js';
 import { markInitialEventsSent } from '../flowcontrol/index.js';
-import { memberResourceOf, routesToMember, routeToMember } from '../members/route.js';
+import { memberCollection, memberResourceOf, routesToMember, routeToMember } from '../members/route.js';
+import { collectionListOptions, type AdmissionTarget } from '../admission/step.js';
 import type { Upstream } from '../upstream/client.js';
 import type { Step } from './chain.js';
 import type { RequestContext } from './context.js';
@@ -90,7 +91,7 @@ export function estimateCachedObjects(g: Gateway, ctx: RequestContext): number |
  * For admission: where a write will go, as routing will send it (the caller's own rights there decide what the
  * checks may read). undefined for what the gateway answers itself or does not forward.
  */
-export function upstreamFor(g: Gateway, ctx: RequestContext): Upstream | Upstream[] | undefined {
+export function upstreamFor(g: Gateway, ctx: RequestContext): Upstream | AdmissionTarget[] | undefined {
   const info = ctx.info;
   if (ctx.upgrade || !info.isResourceRequest) return undefined;
   const toMembers = ctx.cluster !== undefined || isCachedRead(info) || routesToMember(ctx);
@@ -98,11 +99,27 @@ export function upstreamFor(g: Gateway, ctx: RequestContext): Upstream | Upstrea
   if (toMembers && g.cacheService) return undefined;
   if (toMembers) {
     const m = g.members;
-    if (!m || isCachedRead(info)) return undefined;
+    if (!m) return undefined;
     if (ctx.cluster) return m.connections.get(ctx.cluster)?.impersonator;
     const resource = memberResourceOf(info)!;
-    const clusters = info.name ? m.cache.owners(resource, info.namespace, info.name).map((o) => o.cluster) : m.connections.names();
-    return clusters.map((c) => m.connections.get(c)?.impersonator).filter((u): u is Upstream => u !== undefined);
+    if (info.name) {
+      const owners = m.cache.owners(resource, info.namespace, info.name).map((o) => o.cluster);
+      return owners.map((c) => m.connections.get(c)?.impersonator).filter((u): u is Upstream => u !== undefined);
+    }
+    // A collection (deleted, or listed by `kubectl delete --all|-l`, which the cache answers): the members routing
+    // deletes it in, each read as it will be asked, without the fleetgate.io/cluster requirements. A cached LIST's
+    // continue token and resourceVersion are the gateway's: its members are read whole.
+    const { clusters, labelSelector } = memberCollection(info.labelSelector, m.connections.names());
+    const listOptions = isCachedRead(info) ? new URLSearchParams() : collectionListOptions(ctx);
+    if (labelSelector) listOptions.set('labelSelector', labelSelector);
+    else listOptions.delete('labelSelector');
+    if (isCachedRead(info) && info.fieldSelector) listOptions.set('fieldSelector', info.fieldSelector);
+    const targets: AdmissionTarget[] = [];
+    for (const c of clusters) {
+      const upstream = m.connections.get(c)?.impersonator;
+      if (upstream) targets.push({ upstream, listOptions });
+    }
+    return targets;
   }
   if (info.apiGroup === 'authentication.k8s.io' && info.resource === 'selfsubjectreviews') return undefined;
   if (!g.exposed.isExposed(info.apiGroup, info.resource)) return undefined;

@@ -88,6 +88,41 @@ describe.each<KubectlVersion>(['1.27', '1.33'])('admission with kubectl %s', (v)
   });
 });
 
+describe('deletion protection of pods in the members', () => {
+  // Pods are served from the cache and deleted in their members: the checks must look where routing deletes.
+  const member = () => demo.fleet.member('member-a').cluster;
+  const podNames = () => member().list('', 'pods', 'guard').filter((p: any) => !p.metadata.deletionTimestamp).map((p: any) => p.metadata.name).sort();
+
+  beforeAll(async () => {
+    const m = member();
+    m.create(m.resourceFor('', 'namespaces')!, '', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'guard' } } as any);
+    for (const [name, labels] of [['protected-1', { app: 'g', 'fleetgate.io/deletion-protection': 'Always' }], ['plain-1', { app: 'g' }]] as const) {
+      m.create(m.resourceFor('', 'pods')!, 'guard', { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'guard', labels }, spec: { nodeName: 'member-a-node-1', containers: [{ name: 'c', image: 'busybox' }] } } as any);
+    }
+    const ep = await gw.endpointFor('admin', ['system:masters']);
+    const end = Date.now() + 20_000;
+    while ((await call(ep, 'GET', '/api/v1/namespaces/guard/pods')).json().items?.length !== 2) {
+      if (Date.now() > end) throw new Error('the cache did not see the pods');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  });
+
+  it('kubectl delete --all (its LIST is answered by the cache) deletes nothing when a pod is protected', async () => {
+    const r = await kubectl('1.33', admin, ['delete', 'pods', '--all', '-n', 'guard']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain('deletion protection');
+    expect(podNames()).toEqual(['plain-1', 'protected-1']);
+  });
+
+  it('a collection picked by fleetgate.io/cluster is looked at in that member, without the label it does not carry', async () => {
+    const ep = await gw.endpointFor('admin', ['system:masters']);
+    const r = await call(ep, 'DELETE', '/api/v1/namespaces/guard/pods?labelSelector=' + encodeURIComponent('fleetgate.io/cluster=member-a'));
+    expect(r.status).toBe(403);
+    expect(r.json().message).toContain('"protected-1" (fleetgate.io/deletion-protection=Always), so nothing is deleted');
+    expect(podNames()).toEqual(['plain-1', 'protected-1']);
+  });
+});
+
 describe('audit', () => {
   it('writes exactly one ResponseComplete per request, under its Audit-ID', async () => {
     const ep = await gw.endpointFor('admin', ['system:masters']);

@@ -202,6 +202,28 @@ describe('deletion protection', () => {
     expect(seen[0]!.user).toBe('alice');
   });
 
+  it('deletecollection lists what the upstream will delete: its continue token, resourceVersion and limit too', async () => {
+    // The registry's DeleteCollection lists with the request's options: a token from an older list selects what
+    // matched then, so the look must be at that list, not at what the selector matches now.
+    handler = (s) =>
+      s.method === 'GET' ? { status: 200, body: { metadata: {}, items: [{ metadata: { name: 'web', namespace: 'prod', labels: PROTECTED } }] } } : undefined;
+    const r = await run(ctxFor('DELETE', '/apis/apps/v1/namespaces/prod/deployments?labelSelector=x%3D1&continue=old-token&resourceVersion=10&resourceVersionMatch=NotOlderThan&limit=1', alice));
+    expect(r.error!.status.message).toContain('"web" (fleetgate.io/deletion-protection=Always)');
+    expect(seen).toHaveLength(1);
+    const q = new URL(seen[0]!.url, 'http://x').searchParams;
+    expect(Object.fromEntries(q)).toEqual({ labelSelector: 'x=1', continue: 'old-token', resourceVersion: '10', resourceVersionMatch: 'NotOlderThan', limit: '1' });
+  });
+
+  it('a target routing reads otherwise (members) is read with the list options it gives', async () => {
+    handler = (s) => (s.method === 'GET' ? { status: 200, body: { metadata: {}, items: [{ metadata: { name: 'p', namespace: 'prod', labels: PROTECTED } }] } } : undefined);
+    const audit: Record<string, string> = {};
+    const listOptions = new URLSearchParams({ labelSelector: 'app=web' });
+    const step = admissionStep({ upstreamFor: () => [{ upstream: up, listOptions }], rules: defaultAdmissionRules(), breakGlassGroups: [], audit: (_c, k, v) => (audit[k] = v) });
+    const ctx = ctxFor('DELETE', '/api/v1/namespaces/prod/pods?labelSelector=fleetgate.io%2Fcluster%3Dm1,app%3Dweb', alice);
+    await expect(step(ctx, async () => {})).rejects.toThrow('deletion protection');
+    expect(new URL(seen[0]!.url, 'http://x').searchParams.get('labelSelector')).toBe('app=web');
+  });
+
   it('deletecollection pages through the whole selection', async () => {
     handler = (s) => {
       const q = new URL(s.url, 'http://x').searchParams;

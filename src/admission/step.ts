@@ -126,16 +126,18 @@ function checkFor(ctx: RequestContext, rules: CompiledRules): Check | undefined 
 }
 
 /**
- * What the upstream will list to delete a collection (the registry's DeleteCollection lists with the request's
- * options: its selectors, its continue token, resourceVersion and limit), or what a LIST of `kubectl delete` will
- * return. A continue token from an older list selects what matched then: without it, the look would be at what
- * matches now, and an object whose other labels changed since would be deleted unseen.
+ * What the upstream will list to delete a collection: the registry's DeleteCollection lists with the request's
+ * options, its selectors, its continue token, resourceVersion and limit. A continue token from an older list
+ * selects what matched then: without it, the look would be at what matches now, and an object whose other labels
+ * changed since would be deleted unseen. For the LIST of `kubectl delete --all|-l`, the whole selection from its
+ * start, whichever page is asked: kubectl deletes a page's objects before it lists the next.
  */
 export function collectionListOptions(ctx: RequestContext): URLSearchParams {
   const from = ctx.url.searchParams;
   const q = new URLSearchParams();
   if (ctx.info.labelSelector) q.set('labelSelector', ctx.info.labelSelector);
   if (ctx.info.fieldSelector) q.set('fieldSelector', ctx.info.fieldSelector);
+  if (ctx.info.verb === 'list') return q;
   for (const name of COLLECTION_LIST_OPTIONS) {
     const v = from.get(name);
     if (v) q.set(name, v);

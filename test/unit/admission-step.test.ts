@@ -237,8 +237,11 @@ describe('deletion protection', () => {
 
   it("refuses the list of a `kubectl delete --all` sweep that would meet a protected object, but no one else's list", async () => {
     handler = () => ({ status: 200, body: { metadata: {}, items: [{ metadata: { name: 'a', labels: PROTECTED } }, { metadata: { name: 'b', labels: PROTECTED } }] } });
-    const r = await run(ctxFor('GET', '/apis/apps/v1/namespaces/prod/deployments?limit=500', alice, { headers: { 'kubectl-command': 'kubectl delete' } }));
+    // A later page of kubectl's list: the look is at the whole selection from its start, since kubectl deletes a
+    // page's objects before it asks for the next.
+    const r = await run(ctxFor('GET', '/apis/apps/v1/namespaces/prod/deployments?limit=500&continue=page-2', alice, { headers: { 'kubectl-command': 'kubectl delete' } }));
     expect(r.error!.status.message).toMatch(/^deployments.apps is forbidden: deletion protection: the selection holds 2 protected deployments.apps: "a" \(.*\), "b" \(.*\), so nothing is deleted/);
+    expect(new URL(seen[0]!.url, 'http://x').searchParams.get('continue')).toBeNull();
     seen = [];
     const g = await run(ctxFor('GET', '/apis/apps/v1/namespaces/prod/deployments?limit=500', alice, { headers: { 'kubectl-command': 'kubectl get' } }));
     expect(g.passed).toBe(true);

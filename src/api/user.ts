@@ -33,6 +33,8 @@ export const SYSTEM_AUTHENTICATED = 'system:authenticated';
 export const SYSTEM_UNAUTHENTICATED = 'system:unauthenticated';
 export const SYSTEM_ANONYMOUS = 'system:anonymous';
 export const SYSTEM_MASTERS = 'system:masters';
+/** serviceaccount.ServiceAccountUsernamePrefix: a user name the apiserver reads as a service account's. */
+export const SERVICE_ACCOUNT_USER_PREFIX = 'system:serviceaccount:';
 
 /**
  * Whether u and everything in it is frozen: authenticators hand out one such UserInfo per connection or token

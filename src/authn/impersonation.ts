@@ -8,6 +8,7 @@ import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import { newBadRequest, newForbiddenAttributes } from '../api/status.js';
 import {
+  SERVICE_ACCOUNT_USER_PREFIX,
   SYSTEM_ANONYMOUS,
   SYSTEM_AUTHENTICATED,
   SYSTEM_UNAUTHENTICATED,
@@ -21,7 +22,6 @@ export const IMPERSONATE_GROUP_HEADER = 'impersonate-group';
 export const IMPERSONATE_UID_HEADER = 'impersonate-uid';
 export const IMPERSONATE_EXTRA_PREFIX = 'impersonate-extra-';
 
-const SA_PREFIX = 'system:serviceaccount:';
 const AUTHENTICATION_GROUP = 'authentication.k8s.io';
 
 /** What the caller asks to be: exactly the header values, before any authorization. */
@@ -145,7 +145,7 @@ export async function authorizeImpersonation(
     groups.push(SYSTEM_UNAUTHENTICATED);
   }
 
-  const user: UserInfo = { username: sa !== null ? SA_PREFIX + sa.namespace + ':' + sa.name : wanted.user, groups };
+  const user: UserInfo = { username: sa !== null ? SERVICE_ACCOUNT_USER_PREFIX + sa.namespace + ':' + sa.name : wanted.user, groups };
   if (wanted.uid !== undefined && wanted.uid !== '') user.uid = wanted.uid;
   const keys = Object.keys(wanted.extra);
   if (keys.length > 0) {
@@ -194,8 +194,8 @@ function headerValues(v: string | string[] | undefined): string[] {
 
 /** serviceaccount.SplitUsername: system:serviceaccount:<namespace>:<name>, namespace a DNS label, name a subdomain. */
 function splitServiceAccountUsername(username: string): { namespace: string; name: string } | null {
-  if (!username.startsWith(SA_PREFIX)) return null;
-  const parts = username.slice(SA_PREFIX.length).split(':');
+  if (!username.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) return null;
+  const parts = username.slice(SERVICE_ACCOUNT_USER_PREFIX.length).split(':');
   if (parts.length !== 2) return null;
   const [namespace, name] = parts as [string, string];
   if (!isDNS1123Label(namespace) || !isDNS1123Subdomain(name)) return null;

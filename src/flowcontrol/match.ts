@@ -2,11 +2,9 @@
 // (the distinguisher, hashed as apf_controller.go's hashFlowID does so shuffle sharding deals the same hands).
 
 import { createHash } from 'node:crypto';
-import type { UserInfo } from '../api/user.js';
+import { SERVICE_ACCOUNT_USER_PREFIX, type UserInfo } from '../api/user.js';
 import type { RequestInfo } from '../request/requestinfo.js';
 import type { DistinguisherMethodType, FlowSchema, NonResourcePolicyRule, ResourcePolicyRule, Subject } from './types.js';
-
-const SA_PREFIX = 'system:serviceaccount:';
 
 export function matchesFlowSchema(info: RequestInfo, user: UserInfo, fs: FlowSchema): boolean {
   for (const rule of fs.spec.rules ?? []) {
@@ -29,8 +27,8 @@ export function matchesSubject(user: UserInfo, s: Subject): boolean {
       return s.group !== undefined && (s.group.name === '*' || user.groups.includes(s.group.name));
     case 'ServiceAccount': {
       const sa = s.serviceAccount;
-      if (!sa || !user.username.startsWith(SA_PREFIX)) return false;
-      const rest = user.username.slice(SA_PREFIX.length);
+      if (!sa || !user.username.startsWith(SERVICE_ACCOUNT_USER_PREFIX)) return false;
+      const rest = user.username.slice(SERVICE_ACCOUNT_USER_PREFIX.length);
       if (sa.name === '*') return rest.startsWith(sa.namespace + ':');
       return rest === `${sa.namespace}:${sa.name}`;
     }

@@ -3,10 +3,7 @@
 
 import type { IncomingHttpHeaders } from 'node:http';
 import { newInternalError } from '../api/status.js';
-import { isDeepFrozen, SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
-
-/** serviceaccount.ServiceAccountUsernamePrefix: the upstream reads such a user name as a service account's. */
-const SERVICE_ACCOUNT_USER_PREFIX = 'system:serviceaccount:';
+import { isDeepFrozen, SERVICE_ACCOUNT_USER_PREFIX, SYSTEM_ANONYMOUS, SYSTEM_AUTHENTICATED, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
 import type { Request } from '../server/context.js';
 import type { Upstream } from './client.js';
 

@@ -107,13 +107,12 @@ export function upstreamFor(g: Gateway, ctx: RequestContext): Upstream | Admissi
       return owners.map((c) => m.connections.get(c)?.impersonator).filter((u): u is Upstream => u !== undefined);
     }
     // A collection (deleted, or listed by `kubectl delete --all|-l`, which the cache answers): the members routing
-    // deletes it in, each read as it will be asked, without the fleetgate.io/cluster requirements. A cached LIST's
-    // continue token and resourceVersion are the gateway's: its members are read whole.
+    // deletes it in, each read as it will be asked, without the fleetgate.io/cluster requirements. The options are
+    // admission's own (a LIST is read whole: the cache's continue tokens mean nothing to members).
     const { clusters, labelSelector } = memberCollection(info.labelSelector, m.connections.names());
-    const listOptions = isCachedRead(info) ? new URLSearchParams() : collectionListOptions(ctx);
+    const listOptions = collectionListOptions(ctx);
     if (labelSelector) listOptions.set('labelSelector', labelSelector);
     else listOptions.delete('labelSelector');
-    if (isCachedRead(info) && info.fieldSelector) listOptions.set('fieldSelector', info.fieldSelector);
     const targets: AdmissionTarget[] = [];
     for (const c of clusters) {
       const upstream = m.connections.get(c)?.impersonator;

@@ -74,6 +74,11 @@ function indexKey(v: LabelValue): string {
   return typeof v === 'string' ? v : String(v);
 }
 
+/** The key of the last label's value ('' for a metric without labels). */
+function lastIndexKey(values: readonly LabelValue[]): string {
+  return values.length === 0 ? '' : indexKey(values[values.length - 1]!);
+}
+
 abstract class Vec<L extends string, C> {
   readonly name: string;
   readonly help: string;
@@ -107,15 +112,23 @@ abstract class Vec<L extends string, C> {
     if (values.length !== this.labelNames.length) {
       throw new Error(`metric ${this.name}: ${values.length} label values for the labels ${this.labelNames.join(', ')}`);
     }
-    const last = values.length - 1;
+    const found = this.indexLevel(values, false)?.get(lastIndexKey(values)) as Series<C> | undefined;
+    return found !== undefined ? found.child : this.keyed(values);
+  }
+
+  /** The index's map for the last label of values (made on the way when create), or undefined. */
+  private indexLevel(values: readonly LabelValue[], create: boolean): Map<string, unknown> | undefined {
     let node = this.index;
-    for (let i = 0; i < last; i++) {
-      const next = node.get(indexKey(values[i]!)) as Map<string, unknown> | undefined;
-      if (next === undefined) return this.keyed(values);
+    for (let i = 0; i < values.length - 1; i++) {
+      const k = indexKey(values[i]!);
+      let next = node.get(k) as Map<string, unknown> | undefined;
+      if (next === undefined) {
+        if (!create) return undefined;
+        node.set(k, (next = new Map()));
+      }
       node = next;
     }
-    const found = node.get(last < 0 ? '' : indexKey(values[last]!)) as Series<C> | undefined;
-    return found !== undefined ? found.child : this.keyed(values);
+    return node;
   }
 
   /** The series by its joined key, made when new; indexed unless it is the overflow series. */
@@ -129,15 +142,7 @@ abstract class Vec<L extends string, C> {
       s = { labels, child: this.newChild() };
       this.series.set(key, s);
     }
-    const last = values.length - 1;
-    let node = this.index;
-    for (let i = 0; i < last; i++) {
-      const k = indexKey(values[i]!);
-      let next = node.get(k) as Map<string, unknown> | undefined;
-      if (next === undefined) node.set(k, (next = new Map()));
-      node = next;
-    }
-    node.set(last < 0 ? '' : indexKey(values[last]!), s);
+    this.indexLevel(values, true)!.set(lastIndexKey(values), s);
     return s.child;
   }
 

@@ -11,7 +11,6 @@ import { auditAuthenticationFailuresStep, auditStep, addAuditAnnotation } from '
 import { authenticationStep } from '../authn/filter.js';
 import { authorizationStep } from '../authz/filter.js';
 import { flowControlStep } from '../flowcontrol/index.js';
-import { inflightStep } from '../metrics/inflight.js';
 import { requestInfoStep } from '../request/filter.js';
 import type { RequestContext } from './context.js';
 import { routingStep } from './routes.js';
@@ -36,7 +35,7 @@ export function buildChain(g: Gateway): (ctx: RequestContext) => Promise<void> {
     auditStep(g.auditor),
     ...(g.flowControl ? [flowControlStep(g.flowControl, { estimateObjects: (ctx) => estimateCachedObjects(g, ctx), requestWaitLimitMs: timeoutMs / 4 })] : []),
     // Requests executing, as kube-apiserver counts them past its flow control (apiserver_current_inflight_requests).
-    inflightStep(g.metrics),
+    g.inflight.step,
     // Authorization: forwarded requests are decided by the upstream's RBAC through impersonation; reads served
     // from the member cache are decided here.
     authorizationStep({ authorizeCachedRead: g.authorizeCachedRead, servedFromCache: (ctx) => servedFromCache(g, ctx) }),

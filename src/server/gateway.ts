@@ -24,6 +24,7 @@ import { karmadaMembers } from '../members/karmada.js';
 import { combineRegistries, staticRegistry, type MemberRegistry } from '../members/registry.js';
 import { staticMembers } from '../members/static.js';
 import { newApiserverMetrics, type ApiserverMetrics } from '../metrics/apiserver.js';
+import { inflightRequests, type InflightRequests } from '../metrics/inflight.js';
 import { upstreamFromKubeconfig, type Upstream } from '../upstream/client.js';
 import { exposedResources, type ExposedResources } from '../upstream/discovery.js';
 import { requestJSON, subjectAccessReview } from '../upstream/forward.js';
@@ -36,6 +37,8 @@ export interface Gateway {
   controlPlane: Upstream;
   exposed: ExposedResources;
   metrics: ApiserverMetrics;
+  /** apiserver_current_inflight_requests: its step in the chain, and the timer that sets it each second. */
+  inflight: InflightRequests;
   health: HealthEndpoints;
   /** SubjectAccessReview against the control plane. */
   sar: (attrs: Attributes) => Promise<Decision>;
@@ -103,6 +106,7 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
     controlPlane,
     exposed,
     metrics,
+    inflight: inflightRequests(metrics),
     health: { livez: [], readyz: [] },
     sar,
     shuttingDown: false,
@@ -114,6 +118,7 @@ export async function newGateway(config: Config, log: Logger): Promise<Gateway> 
     flowControl,
     admissionRules,
     async close() {
+      g.inflight.stop();
       for (const w of g.watches) w.stop();
       authenticator.close();
       flowControl?.close();

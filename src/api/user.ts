@@ -21,6 +21,20 @@ export interface Attributes {
   resource: string;
   subresource: string;
   name: string;
+  /**
+   * The request's field and label selectors as a SubjectAccessReview carries them (AuthorizeWithSelectors, on by
+   * default since Kubernetes 1.32): a webhook authorizer may allow a read narrowed by them that it would refuse
+   * whole. Absent when the request has none, or none a review can express.
+   */
+  fieldSelector?: SelectorRequirement[];
+  labelSelector?: SelectorRequirement[];
+}
+
+/** authorization.k8s.io's FieldSelectorRequirement and LabelSelectorRequirement (the same fields). */
+export interface SelectorRequirement {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+  values?: string[];
 }
 
 export interface Decision {

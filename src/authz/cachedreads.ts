@@ -16,8 +16,10 @@
 // Both record the decision and its reason in the audit annotations (authorization.k8s.io/decision and /reason),
 // and an error as reason "internal error" without a decision, as kube's filter does.
 
+import { parseFieldSelector } from '../api/fields.js';
+import { parseLabelSelector } from '../api/labels.js';
 import { isStatusError, newForbiddenAttributes, newInternalError } from '../api/status.js';
-import type { Attributes, UserInfo } from '../api/user.js';
+import type { Attributes, SelectorRequirement, UserInfo } from '../api/user.js';
 import { addAuditAnnotation, annotateAuthorization, ANNOTATION_REASON } from '../audit/index.js';
 import { addCachedReadWarning, type ClusterFilter } from '../cache/serve.js';
 import type { RequestInfo } from '../request/requestinfo.js';
@@ -36,7 +38,7 @@ const REASON_ERROR = 'internal error';
 
 /** The authorizer Attributes of a request, as k8s.io/apiserver's GetAuthorizerAttributes builds them. */
 export function attributesOf(user: UserInfo, info: RequestInfo): Attributes {
-  return {
+  const attrs: Attributes = {
     user,
     verb: info.verb,
     isResourceRequest: info.isResourceRequest,
@@ -48,7 +50,62 @@ export function attributesOf(user: UserInfo, info: RequestInfo): Attributes {
     subresource: info.subresource,
     name: info.name,
   };
+  // Request info keeps the raw selectors of lists, watches and collection deletes only, as kube's does.
+  if (info.fieldSelector) {
+    const r = fieldSelectorRequirements(info.fieldSelector);
+    if (r) attrs.fieldSelector = r;
+  }
+  if (info.labelSelector) {
+    const r = labelSelectorRequirements(info.labelSelector);
+    if (r) attrs.labelSelector = r;
+  }
+  return attrs;
 }
+
+// A selector that does not parse, or a requirement a review cannot express, is left out rather than refused: the
+// request fails its own parse later with the apiserver's 400, and a review without a requirement asks about a
+// broader read than the one made, never a narrower one (requirements are ANDed). The webhook authorizer
+// (fieldSelectorToAuthorizationAPI, labelSelectorToAuthorizationAPI) drops them alike.
+
+/** A field selector's requirements as a SubjectAccessReview carries them; undefined when there are none. */
+export function fieldSelectorRequirements(raw: string): SelectorRequirement[] | undefined {
+  let reqs;
+  try {
+    reqs = parseFieldSelector(raw).requirements;
+  } catch {
+    return undefined;
+  }
+  const out: SelectorRequirement[] = [];
+  for (const r of reqs) out.push({ key: r.field, operator: r.operator === '!=' ? 'NotIn' : 'In', values: [r.value] });
+  return out.length > 0 ? out : undefined;
+}
+
+/** A label selector's requirements as a SubjectAccessReview carries them (gt and lt left out); undefined when none are left. */
+export function labelSelectorRequirements(raw: string): SelectorRequirement[] | undefined {
+  let reqs;
+  try {
+    reqs = parseLabelSelector(raw).requirements;
+  } catch {
+    return undefined;
+  }
+  const out: SelectorRequirement[] = [];
+  for (const r of reqs) {
+    const operator = LABEL_OPERATORS[r.operator];
+    if (operator === undefined) continue;
+    out.push(r.values.length > 0 ? { key: r.key, operator, values: [...r.values] } : { key: r.key, operator });
+  }
+  return out.length > 0 ? out : undefined;
+}
+
+const LABEL_OPERATORS: Partial<Record<string, SelectorRequirement['operator']>> = {
+  in: 'In',
+  '=': 'In',
+  '==': 'In',
+  notin: 'NotIn',
+  '!=': 'NotIn',
+  exists: 'Exists',
+  '!': 'DoesNotExist',
+};
 
 /** Fleet mode: one review against the control plane decides for every member (wrap sar with cachingReviewer). */
 export function fleetReadAuthorizer(sar: SubjectAccessReviewer): CachedReadAuthorizer {

@@ -96,7 +96,7 @@ export function decisionCacheFor(o: Partial<DecisionCacheOptions>): DecisionCach
  */
 export function decisionKey(attrs: Attributes): string {
   const request = attrs.isResourceRequest
-    ? ['r', attrs.verb, attrs.apiGroup, attrs.apiVersion, attrs.resource, attrs.subresource, attrs.namespace, attrs.name]
+    ? ['r', attrs.verb, attrs.apiGroup, attrs.apiVersion, attrs.resource, attrs.subresource, attrs.namespace, attrs.name, attrs.fieldSelector ?? null, attrs.labelSelector ?? null]
     : ['n', attrs.verb, attrs.path];
   // JSON has no raw newline, so the two halves cannot run into each other.
   return userKey(attrs.user) + '\n' + JSON.stringify(request);

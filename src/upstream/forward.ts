@@ -254,7 +254,7 @@ export async function subjectAccessReview(up: Upstream, attrs: Attributes): Prom
   if (attrs.user.uid) spec.uid = attrs.user.uid;
   if (attrs.user.extra && Object.keys(attrs.user.extra).length > 0) spec.extra = attrs.user.extra;
   if (attrs.isResourceRequest) {
-    spec.resourceAttributes = {
+    const resourceAttributes: Record<string, unknown> = {
       namespace: attrs.namespace,
       verb: attrs.verb,
       group: attrs.apiGroup,
@@ -263,6 +263,10 @@ export async function subjectAccessReview(up: Upstream, attrs: Attributes): Prom
       subresource: attrs.subresource,
       name: attrs.name,
     };
+    // An apiserver before 1.31 drops these fields and decides the broader read, as it would have without them.
+    if (attrs.fieldSelector) resourceAttributes.fieldSelector = { requirements: attrs.fieldSelector };
+    if (attrs.labelSelector) resourceAttributes.labelSelector = { requirements: attrs.labelSelector };
+    spec.resourceAttributes = resourceAttributes;
   } else {
     spec.nonResourceAttributes = { path: attrs.path, verb: attrs.verb };
   }

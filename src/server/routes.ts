@@ -3,7 +3,7 @@
 // the caller. Pods and Events move to the member cache in issue 4.
 
 import type { IncomingMessage } from 'node:http';
-import { newBadRequest, newForbiddenAttributes, newNotFound } from '../api/status.js';
+import { newForbiddenAttributes, newNotFound } from '../api/status.js';
 import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
 import { checkBodySyntax, readBody } from '../request/body.js';
 import { targetPath } from '../request/filter.js';
@@ -20,6 +20,7 @@ import type { Step } from './chain.js';
 import type { RequestContext } from './context.js';
 import type { Gateway } from './gateway.js';
 import { isHealthPath, serveHealth } from './health.js';
+import { WebSocketWatchResponse } from './websocket.js';
 import { writeJSON } from './respond.js';
 
 const SSR_VERSIONS = new Set(['v1', 'v1beta1', 'v1alpha1']);
@@ -31,13 +32,15 @@ export function routingStep(g: Gateway): Step {
     // Pods, events and /clusters/<name>/...: the member cache, the members themselves, or (facade) the cache service.
     if (ctx.cluster || isCachedRead(info) || routesToMember(ctx)) {
       const m = g.members;
-      const fromCache = !g.cacheService && !!m && !ctx.cluster && isCachedRead(info);
+      // The same test the authorization step made: what is served from the cache was authorized as a cached read.
+      const fromCache = servedFromCache(g, ctx);
       // A forwarded watch (to a member or the cache service) is the upstream's to pace: it holds no seats here.
       if (info.verb === 'watch' && !fromCache) markInitialEventsSent(ctx);
       if (g.cacheService) return forwardTo(g.cacheService, ctx, g);
       if (!m) throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster ?? '');
       if (fromCache) {
-        if (ctx.upgrade) throw newBadRequest(`${info.resource} across the fleet are watched over a plain HTTP/1.1 or HTTP/2 stream, not WebSocket; send the watch without the Upgrade header`);
+        // An upgrade here is a watch (request info lets no other read upgrade): it is served over the WebSocket.
+        if (ctx.upgrade) (ctx as { res: unknown }).res = new WebSocketWatchResponse(ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID);
         await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, w) });
         // A watch's initial events are written by now: it stops holding flow-control seats.
         if (info.verb === 'watch') markInitialEventsSent(ctx);
@@ -73,8 +76,9 @@ export function routingStep(g: Gateway): Step {
 }
 
 /** Reads the member cache answers itself (authorized by the authorization step). */
+/** Reads the merged cache answers (a WebSocket watch too): authorized here, since no apiserver sees them. */
 export function servedFromCache(g: Gateway, ctx: RequestContext): boolean {
-  return !!g.members && !g.cacheService && !ctx.cluster && !ctx.upgrade && isCachedRead(ctx.info);
+  return !!g.members && !g.cacheService && !ctx.cluster && isCachedRead(ctx.info);
 }
 
 /** For flow control: how many objects a cached LIST goes through (its seats grow with it). */

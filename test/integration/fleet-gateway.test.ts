@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { KubeObject } from '../../src/api/meta.js';
 import { buildInformer, INFORMER_BUILD_TIMEOUT_MS, startInformer } from '../clients/informer.js';
 import { requireGo } from '../e2e/require-go.js';
@@ -158,6 +159,73 @@ describe('writes and streams reach the owning member', () => {
     } finally {
       child.kill();
     }
+  });
+});
+
+describe('watching the fleet over WebSocket, as browser dashboards do', () => {
+  /** A WebSocket watch as user; messages as they come, and how it ended (close code, or the refused handshake's status). */
+  async function wsWatch(user: string, groups: string[], path: string) {
+    const ep = await gw.endpointFor(user, groups);
+    const ws = new WebSocket(ep.url.replace(/^https/, 'wss') + path, { ca: ep.caPem, cert: ep.certPem, key: ep.keyPem });
+    const messages: string[] = [];
+    const ended = new Promise<{ code?: number; status?: number; body?: string }>((resolve) => {
+      ws.on('message', (data, isBinary) => {
+        expect(isBinary).toBe(false);
+        messages.push(data.toString());
+      });
+      ws.on('close', (code) => resolve({ code }));
+      ws.on('unexpected-response', (_req, res) => {
+        let body = '';
+        res.on('data', (d: Buffer) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode, body }));
+      });
+      ws.on('error', () => resolve({ code: -1 }));
+    });
+    const opened = new Promise<{ protocol: string; auditID: unknown }>((resolve) => ws.on('upgrade', (res) => resolve({ protocol: ws.protocol, auditID: res.headers['audit-id'] })));
+    return { ws, messages, ended, opened, events: () => messages.map((m) => JSON.parse(m)) };
+  }
+
+  it('sends the initial state and each change as one text message, its JSON and newline, with the CLUSTER label', async () => {
+    const w = await wsWatch('admin', ['system:masters'], '/api/v1/namespaces/demo/pods?watch=1&labelSelector=app%3Dapi&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan');
+    try {
+      const { auditID } = await w.opened;
+      expect(typeof auditID).toBe('string');
+      await until(() => w.events().some((e) => e.type === 'BOOKMARK'), 10_000, 'initial events and their bookmark');
+      for (const m of w.messages) expect(m.endsWith('\n') && m.indexOf('\n') === m.length - 1).toBe(true);
+      const initial = w.events().filter((e) => e.type === 'ADDED');
+      expect(initial.length).toBe(truth(['member-a', 'member-b', 'member-c'], 'demo').filter((k) => k.includes('/api-')).length);
+      for (const e of initial) expect(e.object.metadata.labels['fleetgate.io/cluster']).toMatch(/^member-[abc]$/);
+      const member = demo.fleet.member('member-b').cluster;
+      const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'ws-watched', namespace: 'demo', labels: { app: 'api' } }, spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'registry.example.com/c:1' }] } };
+      member.create(member.resourceFor('', 'pods')!, 'demo', pod);
+      await until(() => w.events().some((e) => e.type === 'ADDED' && e.object.metadata.name === 'ws-watched'), 10_000, 'the new pod');
+      const added = w.events().find((e) => e.object.metadata.name === 'ws-watched');
+      expect(added.object.metadata.labels['fleetgate.io/cluster']).toBe('member-b');
+      member.delete(member.resourceFor('', 'pods')!, 'demo', 'ws-watched');
+      await until(() => w.events().some((e) => e.type === 'DELETED' && e.object.metadata.name === 'ws-watched'), 10_000, 'its deletion');
+    } finally {
+      w.ws.close();
+    }
+    // The watch is gone from the gateway once the client closes.
+    await until(async () => !/apiserver_longrunning_requests\{[^}]*resource="pods"[^}]*verb="WATCH"[^}]*\} [1-9]/.test((await call(await gw.endpointFor('admin', ['system:masters']), 'GET', '/metrics')).text), 5_000, 'no pod watch left');
+  });
+
+  it('ends with an ERROR event for a resourceVersion that is not the gateway\'s, and a bad selector is refused before the handshake', async () => {
+    const gone = await wsWatch('admin', ['system:masters'], '/api/v1/pods?watch=1&resourceVersion=12');
+    const end = await gone.ended;
+    expect(end.code).toBe(1000);
+    expect(gone.events().map((e) => [e.type, e.object.code])).toEqual([['ERROR', 410]]);
+    const bad = await wsWatch('admin', ['system:masters'], '/api/v1/pods?watch=1&labelSelector=a%20in%20(b');
+    const refused = await bad.ended;
+    expect(refused.status).toBe(400);
+    expect(JSON.parse(refused.body!).kind).toBe('Status');
+  });
+
+  it('is authorized like any cached watch: a user who may not watch those pods gets the 403 instead of a handshake', async () => {
+    const w = await wsWatch('alice', ['dev'], '/api/v1/namespaces/kube-system/pods?watch=1');
+    const end = await w.ended;
+    expect(end.status).toBe(403);
+    expect(JSON.parse(end.body!).message).toBe('pods is forbidden: User "alice" cannot watch resource "pods" in API group "" in the namespace "kube-system"');
   });
 });
 

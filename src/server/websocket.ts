@@ -1,0 +1,140 @@
+// A watch of the merged cache over WebSocket, as kube-apiserver serves any watch to a client that asks for one
+// (watchServer.HandleWS): each event is one text message, its JSON and newline, and the connection is closed when the
+// watch ends. Browser dashboards watch this way, since a browser cannot read a streamed response as it arrives on
+// every API, nor set an Authorization header (their token comes as a WebSocket subprotocol; src/authn/bearer.ts).
+//
+// The watch writes to what looks like its HTTP response (src/cache/watch.ts); the handshake is made when it writes
+// its head, so anything refused before that (a bad selector, a foreign resourceVersion's 410 comes after it) is still
+// an ordinary HTTP answer on the socket.
+
+import { EventEmitter } from 'node:events';
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { BEARER_PROTOCOL_PREFIX } from '../upstream/headers.js';
+
+/** Bytes a watcher's WebSocket may have queued before writes answer false (the watch then waits, or ends a live one). */
+const HIGH_WATER_MARK = 1024 * 1024;
+
+// One server, no listener of its own: it only makes handshakes. Per-message compression is off, as kube's server has
+// none; a subprotocol the client offers other than its bearer token is taken back, as kube's handshake does.
+const server = new WebSocketServer({
+  noServer: true,
+  perMessageDeflate: false,
+  handleProtocols: (protocols) => {
+    for (const p of protocols) if (!p.startsWith(BEARER_PROTOCOL_PREFIX)) return p;
+    return false;
+  },
+});
+const extraHeaders = new WeakMap<IncomingMessage, string[]>();
+server.on('headers', (headers: string[], req: IncomingMessage) => {
+  const extra = extraHeaders.get(req);
+  if (extra) headers.push(...extra);
+});
+
+/** The response a watch writes to, becoming a WebSocket at writeHead. */
+export class WebSocketWatchResponse extends EventEmitter {
+  statusCode = 200;
+  headersSent = false;
+  writableEnded = false;
+  private ws: WebSocket | undefined;
+  private readonly headers = new Map<string, string | string[]>();
+  private waitingForDrain = false;
+  private closed = false;
+
+  constructor(
+    private readonly req: IncomingMessage,
+    private readonly socket: Duplex,
+    private readonly head: Buffer,
+    auditID: string,
+  ) {
+    super();
+    this.headers.set('Audit-Id', auditID);
+    socket.once('close', () => this.onClose());
+  }
+
+  get destroyed(): boolean {
+    return this.closed || this.socket.destroyed;
+  }
+
+  get writableLength(): number {
+    return this.ws?.bufferedAmount ?? 0;
+  }
+
+  setHeader(name: string, value: string | string[]): this {
+    this.headers.set(name, value);
+    return this;
+  }
+
+  getHeader(name: string): string | string[] | undefined {
+    return this.headers.get(name);
+  }
+
+  /** Only a watch's 200 is written here; its other headers (content type, caching) describe a stream a WebSocket is not. */
+  writeHead(code: number): this {
+    if (this.headersSent) return this;
+    this.headersSent = true;
+    this.statusCode = code;
+    const extra: string[] = [];
+    for (const [name, value] of this.headers) for (const v of Array.isArray(value) ? value : [value]) extra.push(`${name}: ${v}`);
+    extraHeaders.set(this.req, extra);
+    // Synchronous unless the request is not a WebSocket handshake, which ws then answers with a 400 and closes.
+    server.handleUpgrade(this.req, this.socket, this.head, (ws) => {
+      this.ws = ws;
+      ws.on('close', () => this.onClose());
+      ws.on('error', () => this.onClose());
+      // Messages from the client mean nothing to a watch, as to kube's.
+    });
+    return this;
+  }
+
+  flushHeaders(): void {}
+  cork(): void {}
+  uncork(): void {}
+
+  /** Each event (a line) as its own message; done when the last has been handed to the socket. */
+  write(chunk: string | Buffer, done?: () => void): boolean {
+    const ws = this.ws;
+    if (ws === undefined || this.closed || ws.readyState !== ws.OPEN) return false;
+    const b = typeof chunk === 'string' ? Buffer.from(chunk) : chunk;
+    let from = 0;
+    while (from < b.length) {
+      const nl = b.indexOf(0x0a, from);
+      const to = nl < 0 ? b.length : nl + 1;
+      const last = to >= b.length;
+      ws.send(b.subarray(from, to), { binary: false }, last ? this.sent(done) : undefined);
+      from = to;
+    }
+    if (b.length === 0) done?.();
+    if (ws.bufferedAmount < HIGH_WATER_MARK) return true;
+    this.waitingForDrain = true;
+    return false;
+  }
+
+  end(chunk?: string | Buffer): this {
+    if (this.writableEnded) return this;
+    if (!this.headersSent) this.writeHead(200);
+    if (chunk !== undefined) this.write(chunk);
+    this.writableEnded = true;
+    // A normal closure once what was sent has gone, as kube's handler returning closes its connection.
+    if (this.ws && this.ws.readyState === this.ws.OPEN) this.ws.close(1000);
+    else if (!this.ws) this.socket.destroy();
+    return this;
+  }
+
+  private sent(done?: () => void): () => void {
+    return () => {
+      done?.();
+      if (this.waitingForDrain && (this.ws?.bufferedAmount ?? 0) < HIGH_WATER_MARK / 2) {
+        this.waitingForDrain = false;
+        this.emit('drain');
+      }
+    };
+  }
+
+  private onClose(): void {
+    if (this.closed) return;
+    this.closed = true;
+    this.emit('close');
+  }
+}

@@ -137,10 +137,10 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
   return async (ctx, next) => {
     const info = ctx.info;
     const isWatch = info.verb === 'watch';
-    // Long-running requests other than watches (exec, attach, log, port-forward, proxy) are not counted; nor are
-    // upgraded connections (request info lets only long-running ones through), which have no response to carry
-    // headers or a 429.
-    if ((info.longRunning && !isWatch) || ctx.upgrade) return next();
+    // Long-running requests other than watches (exec, attach, log, port-forward, proxy) are not counted. A watch
+    // asked for over WebSocket is, as in kube: its 429 is an HTTP answer on the socket (src/server/websocket.ts),
+    // and a tunnelled one gives its seats back at routing, as any forwarded watch.
+    if (info.longRunning && !isWatch) return next();
     const c = classify(ctl, info, ctx.user ?? ANONYMOUS);
     setClassificationHeaders(ctx, c.flow);
     const seats = c.flow.pl.exempt ? 1 : estimateSeats(ctx, c.flow.pl.maxSeats, o.estimateObjects);

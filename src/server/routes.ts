@@ -20,7 +20,6 @@ import type { Step } from './chain.js';
 import type { RequestContext } from './context.js';
 import type { Gateway } from './gateway.js';
 import { isHealthPath, serveHealth } from './health.js';
-import { WebSocketWatchResponse } from './websocket.js';
 import { writeJSON } from './respond.js';
 
 const SSR_VERSIONS = new Set(['v1', 'v1beta1', 'v1alpha1']);
@@ -39,8 +38,8 @@ export function routingStep(g: Gateway): Step {
       if (g.cacheService) return forwardTo(g.cacheService, ctx, g);
       if (!m) throw newNotFound({ group: 'cluster.karmada.io', resource: 'clusters' }, ctx.cluster ?? '');
       if (fromCache) {
-        // An upgrade here is a watch (request info lets no other read upgrade): it is served over the WebSocket.
-        if (ctx.upgrade) (ctx as { res: unknown }).res = new WebSocketWatchResponse(ctx.req as IncomingMessage, ctx.upgrade.socket, ctx.upgrade.head, ctx.auditID);
+        // An upgrade here is a watch (request info lets no other read upgrade): ctx.res makes it a WebSocket
+        // (src/server/websocket.ts) when the watch writes its head.
         await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, w) });
         // A watch's initial events are written by now: it stops holding flow-control seats.
         if (info.verb === 'watch') markInitialEventsSent(ctx);
@@ -75,7 +74,6 @@ export function routingStep(g: Gateway): Step {
   };
 }
 
-/** Reads the member cache answers itself (authorized by the authorization step). */
 /** Reads the merged cache answers (a WebSocket watch too): authorized here, since no apiserver sees them. */
 export function servedFromCache(g: Gateway, ctx: RequestContext): boolean {
   return !!g.members && !g.cacheService && !ctx.cluster && isCachedRead(ctx.info);

@@ -15,6 +15,7 @@ import { newBadRequest, toStatus, type Status } from '../api/status.js';
 import type { Config } from '../config/index.js';
 import { longRunningGauge, observeRequest, reportedVerb } from '../metrics/apiserver.js';
 import { writeStatus as writeUpgradeStatus } from '../upstream/upgrade.js';
+import { UpgradeResponse } from './websocket.js';
 import { buildChain } from './chain.js';
 import type { Request, RequestContext, Response } from './context.js';
 import type { RequestInfo } from '../request/requestinfo.js';
@@ -177,9 +178,21 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
 
 /** An upgrade goes through the same chain; routing turns it into a tunnel (ctx.upgrade). */
 async function upgrade(chain: (ctx: RequestContext) => Promise<void>, log: Logger, req: IncomingMessage, socket: Duplex, head: Buffer, auditID: string): Promise<void> {
-  const ctx = newRequestContext(log, req, undefined as unknown as Response, auditID);
+  // Steps that answer an upgrade themselves (flow control's 429, a watch of the merged cache) write to this; tunnels
+  // leave it alone and the upstream answers.
+  const res = new UpgradeResponse(req, socket, head, auditID);
+  const ctx = newRequestContext(log, req, res as unknown as Response, auditID);
   ctx.upgrade = { socket, head };
-  await chain(ctx);
+  try {
+    await chain(ctx);
+  } catch (e) {
+    // An error once the WebSocket is open cannot be an HTTP answer any more: the connection is closed instead.
+    if (res.headersSent) {
+      socket.destroy();
+      return;
+    }
+    throw e;
+  }
 }
 
 /**

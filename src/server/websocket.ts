@@ -1,14 +1,16 @@
-// A watch of the merged cache over WebSocket, as kube-apiserver serves any watch to a client that asks for one
-// (watchServer.HandleWS): each event is one text message, its JSON and newline, and the connection is closed when the
-// watch ends. Browser dashboards watch this way, since a browser cannot read a streamed response as it arrives on
-// every API, nor set an Authorization header (their token comes as a WebSocket subprotocol; src/authn/bearer.ts).
+// The response of an HTTP/1.1 upgrade request, for the steps that answer one themselves. A watch of the merged cache
+// asked for over WebSocket is served as kube-apiserver serves any watch to such a client (watchServer.HandleWS):
+// each event is one text message, its JSON and newline, and the connection is closed when the watch ends. Browser
+// dashboards watch this way, since a browser cannot read a streamed response as it arrives on every API, nor set an
+// Authorization header (their token comes as a WebSocket subprotocol; src/authn/bearer.ts).
 //
 // The watch writes to what looks like its HTTP response (src/cache/watch.ts); the handshake is made when it writes
-// its head, so anything refused before that (a bad selector, a foreign resourceVersion's 410 comes after it) is still
-// an ordinary HTTP answer on the socket.
+// its 200 head, so anything answered before that (flow control's 429, a bad selector's 400) is an ordinary HTTP
+// answer on the socket, as kube-apiserver's is. Upgrades that are tunnelled (exec, attach, port-forward, forwarded
+// watches) never write to it: the upstream answers them.
 
 import { EventEmitter } from 'node:events';
-import type { IncomingMessage } from 'node:http';
+import { STATUS_CODES, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BEARER_PROTOCOL_PREFIX } from '../upstream/headers.js';
@@ -32,8 +34,8 @@ server.on('headers', (headers: string[], req: IncomingMessage) => {
   if (extra) headers.push(...extra);
 });
 
-/** The response a watch writes to, becoming a WebSocket at writeHead. */
-export class WebSocketWatchResponse extends EventEmitter {
+/** An upgrade request's response: a WebSocket once a 200 head is written, else a plain HTTP answer. */
+export class UpgradeResponse extends EventEmitter {
   statusCode = 200;
   headersSent = false;
   writableEnded = false;
@@ -41,6 +43,8 @@ export class WebSocketWatchResponse extends EventEmitter {
   private readonly headers = new Map<string, string | string[]>();
   private waitingForDrain = false;
   private closed = false;
+  /** The code of a head that was not a handshake. */
+  private answer: number | undefined;
 
   constructor(
     private readonly req: IncomingMessage,
@@ -70,11 +74,19 @@ export class WebSocketWatchResponse extends EventEmitter {
     return this.headers.get(name);
   }
 
-  /** Only a watch's 200 is written here; its other headers (content type, caching) describe a stream a WebSocket is not. */
-  writeHead(code: number): this {
+  /**
+   * 200 makes the handshake; the watch's own headers (content type, caching) describe a stream a WebSocket is not, and
+   * are left out of it. Any other code is an HTTP answer, its body written by end().
+   */
+  writeHead(code: number, headers?: Record<string, string | string[]>): this {
     if (this.headersSent) return this;
     this.headersSent = true;
     this.statusCode = code;
+    if (code !== 200) {
+      for (const [name, value] of Object.entries(headers ?? {})) this.headers.set(name, value);
+      this.answer = code;
+      return this;
+    }
     const extra: string[] = [];
     for (const [name, value] of this.headers) for (const v of Array.isArray(value) ? value : [value]) extra.push(`${name}: ${v}`);
     extraHeaders.set(this.req, extra);
@@ -114,12 +126,30 @@ export class WebSocketWatchResponse extends EventEmitter {
   end(chunk?: string | Buffer): this {
     if (this.writableEnded) return this;
     if (!this.headersSent) this.writeHead(200);
+    if (this.answer !== undefined) {
+      this.writableEnded = true;
+      this.writeAnswer(this.answer, chunk === undefined ? Buffer.alloc(0) : Buffer.from(chunk));
+      return this;
+    }
     if (chunk !== undefined) this.write(chunk);
     this.writableEnded = true;
     // A normal closure once what was sent has gone, as kube's handler returning closes its connection.
     if (this.ws && this.ws.readyState === this.ws.OPEN) this.ws.close(1000);
     else if (!this.ws) this.socket.destroy();
     return this;
+  }
+
+  /** A complete HTTP/1.1 response, then close: the upgrade did not happen. */
+  private writeAnswer(code: number, body: Buffer): void {
+    if (this.socket.destroyed) return;
+    let head = `HTTP/1.1 ${code} ${STATUS_CODES[code] ?? ''}\r\n`;
+    for (const [name, value] of this.headers) {
+      const lower = name.toLowerCase();
+      if (lower === 'content-length' || lower === 'connection' || lower === 'transfer-encoding') continue;
+      for (const v of Array.isArray(value) ? value : [value]) head += `${name}: ${v}\r\n`;
+    }
+    head += `Date: ${new Date().toUTCString()}\r\nContent-Length: ${body.length}\r\nConnection: close\r\n\r\n`;
+    this.socket.end(Buffer.concat([Buffer.from(head, 'latin1'), body]));
   }
 
   private sent(done?: () => void): () => void {

@@ -2,10 +2,11 @@
 // that give their seats back after their initial events, and the metrics a dashboard reads.
 
 import { EventEmitter } from 'node:events';
-import { createServer } from 'node:http';
+import { createServer, type IncomingMessage } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
+import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Registry } from 'prom-client';
@@ -18,6 +19,7 @@ import { compose } from '../../src/server/chain.js';
 import type { RequestContext } from '../../src/server/context.js';
 import type { Gateway } from '../../src/server/gateway.js';
 import { routingStep } from '../../src/server/routes.js';
+import { UpgradeResponse } from '../../src/server/websocket.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 
 class FakeRes extends EventEmitter {
@@ -273,6 +275,30 @@ describe('flow control step', () => {
     }
     gate.resolve();
     await running;
+  });
+
+  it('counts a watch asked for over WebSocket: refused with the 429 as an HTTP answer on the socket, before any handshake', async () => {
+    const step = flowControlStep(fc);
+    const gate = deferred();
+    const running = step(ctxFor('GET', '/api/v1/pods', alice), () => gate.p);
+    const queued = [step(ctxFor('GET', '/api/v1/pods', alice), async () => {}), step(ctxFor('GET', '/api/v1/pods', alice), async () => {})];
+    await tick();
+    const socket = new PassThrough();
+    const u = new URL('https://gw/api/v1/pods?watch=1');
+    const req = { method: 'GET', url: u.pathname + u.search, headers: { upgrade: 'websocket', connection: 'Upgrade' } } as unknown as IncomingMessage;
+    const ctx = { ...ctxFor('GET', u.href, alice), req, res: new UpgradeResponse(req, socket, Buffer.alloc(0), 'audit-ws') as any, upgrade: { socket, head: Buffer.alloc(0) } } as RequestContext;
+    let ran = false;
+    await step(ctx, async () => void (ran = true));
+    expect(ran).toBe(false);
+    const answer = String(socket.read());
+    expect(answer).toMatch(/^HTTP\/1\.1 429 Too Many Requests\r\n/);
+    expect(answer).toContain('\r\nRetry-After: ');
+    expect(answer).toContain('\r\nAudit-Id: audit-1\r\n');
+    expect(answer).toContain(`\r\nX-Kubernetes-PF-FlowSchema-UID: ${stableUID('FlowSchema/people')}\r\n`);
+    expect(answer).toContain('\r\nConnection: close\r\n');
+    expect(answer.endsWith('\r\n\r\nToo many requests, please try again later.\n')).toBe(true);
+    gate.resolve();
+    await Promise.all([running, ...queued]);
   });
 
   it('frees a watch\'s seat once its initial events are sent, while the watch goes on', async () => {

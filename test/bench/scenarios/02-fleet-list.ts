@@ -118,6 +118,14 @@ export const run: Scenario = async ({ quick, log }) => {
         `10k-pod list (limit=10000, ${round(tenKBytes / MB)} MB) p50 ${round(tenKp50)} ms, ${round(tenKp50 - 100)} ms over the goal; the loopback ceiling measured in this run moves those bytes in ${round(tenKCeilingMs)} ms, so on this machine the goal asks for ${round(tenKBytes / MB / 0.1)} MB/s, ${tenKCeilingMs >= 100 ? 'more than the ceiling itself: bounded by TLS on loopback on these shared cores, not by the cache' : 'within the ceiling'}`,
       );
     }
+    if (!quick && tenKBytes > 0) {
+      // The issue asks for pods of about 4 KB; the sim's are larger, and the 10k goal is a time for a byte count.
+      const perPod = tenKBytes / 10_000;
+      const fourK = (10_000 * 4096) / MB;
+      notes.push(
+        `the pods are the sim's (test/sim/podgen.ts), ${Math.round(perPod).toLocaleString('en-US')} bytes each as a 10k list serves them, where the issue says about 4 KB: at this run's rates a 10k list of 4,096-byte pods (${round(fourK)} MB) would take ~${round(fourK / (tenKBytes / MB / (tenKp50 / 1000)) * 1000)} ms and the ceiling ~${round(fourK / ceilMBs * 1000)} ms. The pods are kept as they are, so that rounds stay comparable, and the goal is judged on the bytes measured`,
+      );
+    }
     // What the report's list of missed goals says: by how much, and the ceiling measured beside it.
     const bound = met
       ? undefined

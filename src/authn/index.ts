@@ -18,7 +18,7 @@ import { withAuthenticatedGroup } from './group.js';
 import { newOidcAuthenticator, untrustedIssuer, type OidcAuthenticator, type OidcIssuerConfig, type TokenOutcome } from './oidc.js';
 import { newRevocationChecker, type RevocationChecker } from './revocation.js';
 import { loadTokenFile } from './tokenfile.js';
-import { authenticateClientCert } from './x509.js';
+import { authenticateClientCert, clientCAsFrom, type ClientCAs } from './x509.js';
 
 export type { OidcIssuerConfig } from './oidc.js';
 
@@ -39,6 +39,11 @@ export interface Authenticator {
    * was good. The returned user is frozen: it may be shared with other requests.
    */
   authenticate(req: IncomingMessage | Http2ServerRequest): Promise<UserInfo | null>;
+  /**
+   * The client CA bundle (PEM) the listener verifies handshakes with, at start and at each reload: client
+   * certificates are checked against the bundle in force at each request, on connections made before it too.
+   */
+  setClientCAs(pem: string | Buffer): void;
   close(): void;
 }
 
@@ -103,11 +108,13 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
     return authenticateToken(lookup.token);
   }
 
+  let clientCAs: ClientCAs | undefined;
+
   return {
     async authenticate(req) {
       let failures: string[] | undefined;
       if (cfg.x509) {
-        const r = authenticateClientCert(req);
+        const r = authenticateClientCert(req, clientCAs);
         if (r.kind === 'user') {
           if (revocation === undefined || !revocation.isRevoked(r.cert.serial, r.cert.der)) return r.user;
           (failures ??= []).push(`verifying certificate ${r.cert.id} failed: the certificate has been revoked`);
@@ -126,6 +133,9 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
       if (failures === undefined) return null;
       log?.debug({ reason: failures.length === 1 ? failures[0] : `[${failures.join(', ')}]` }, 'Unable to authenticate the request');
       throw newUnauthorized();
+    },
+    setClientCAs(pem) {
+      clientCAs = clientCAsFrom(pem, clientCAs);
     },
     close() {
       for (const a of issuers.values()) a.close();

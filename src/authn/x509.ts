@@ -5,9 +5,11 @@
 // The gateway's TLS server asks for a certificate (requestCert) but does not reject unverified ones
 // (rejectUnauthorized: false): Go's server does the same and lets the authenticator fail the request with 401,
 // which is what clients expect, instead of a TLS alert. Node has already verified the chain against the
-// gateway's client CA by then; `socket.authorized` is that verdict.
+// gateway's client CA by then; `socket.authorized` is that verdict. kube-apiserver verifies the chain against its
+// client CA bundle as it is at each request, so a connection made before the bundle was reloaded (a CA taken out)
+// is checked again against the new bundle (ClientCAs), once per connection and bundle.
 
-import { createHash } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { DetailedPeerCertificate, PeerCertificate, TLSSocket } from 'node:tls';
@@ -50,10 +52,28 @@ interface Decided {
   /** When every certificate of the chain is valid, in ms since the epoch (only for a user outcome). */
   notBefore: number;
   notAfter: number;
+  /** The chain the handshake verified, leaf first (DER). */
+  chain: Buffer[];
+  /** The client CA bundle (its generation) the chain was last checked against, and the verdict. */
+  checkedAgainst: number;
+  trusted: boolean;
 }
 const byConnection = new WeakMap<object, Decided>();
 
-export function authenticateClientCert(req: IncomingMessage | Http2ServerRequest): X509Outcome {
+/** The client CA bundle the listener verifies handshakes with now; each reload is a new generation. */
+export interface ClientCAs {
+  generation: number;
+  anchors: readonly X509Certificate[];
+}
+
+/** A PEM bundle's certificates as a new generation after `previous`. */
+export function clientCAsFrom(pem: string | Buffer, previous?: ClientCAs): ClientCAs {
+  const anchors: X509Certificate[] = [];
+  for (const m of String(pem).matchAll(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)) anchors.push(new X509Certificate(m[0]));
+  return { generation: (previous?.generation ?? 0) + 1, anchors };
+}
+
+export function authenticateClientCert(req: IncomingMessage | Http2ServerRequest, cas?: ClientCAs): X509Outcome {
   const socket = tlsSocketOf(req);
   if (socket === undefined) return NONE;
   let d = byConnection.get(socket);
@@ -67,24 +87,51 @@ export function authenticateClientCert(req: IncomingMessage | Http2ServerRequest
       const bound = now > d.notAfter ? `after ${goTime(d.notAfter)}` : `before ${goTime(d.notBefore)}`;
       return { kind: 'error', reason: `verifying certificate ${d.outcome.cert.id} failed: x509: certificate has expired or is not yet valid: current time ${goTime(now)} is ${bound}` };
     }
+    if (cas !== undefined && d.checkedAgainst !== cas.generation) {
+      d.trusted = trustedBy(d.chain, cas.anchors);
+      d.checkedAgainst = cas.generation;
+    }
+    if (!d.trusted) return { kind: 'error', reason: `verifying certificate ${d.outcome.cert.id} failed: x509: certificate signed by unknown authority` };
   }
   return d.outcome;
 }
 
 function decided(socket: Partial<TLSSocket>): Decided {
   const outcome = decide(socket);
-  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity };
+  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity, chain: [], checkedAgainst: 0, trusted: true };
   // The leaf and the certificates above it that the handshake verified (node links the chain; a root links to itself).
   let notBefore = -Infinity;
   let notAfter = Infinity;
+  const chain: Buffer[] = [];
   const seen = new Set<PeerCertificate>();
   for (let c = socket.getPeerCertificate!(true) as DetailedPeerCertificate | null; c && c.raw && !seen.has(c); c = c.issuerCertificate) {
     seen.add(c);
+    chain.push(c.raw);
     notBefore = Math.max(notBefore, Date.parse(c.valid_from));
     notAfter = Math.min(notAfter, Date.parse(c.valid_to));
   }
-  // A date node could not print or we could not read: the handshake's verdict stands, as before.
-  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter };
+  // A date node could not print or we could not read: the handshake's verdict stands, as before. The handshake was
+  // checked against some bundle: the first request checks the chain against the one in force (checkedAgainst 0).
+  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter, chain, checkedAgainst: 0, trusted: true };
+}
+
+/**
+ * Whether the bundle still vouches for the chain the handshake verified: one of its certificates is in the bundle, or
+ * was issued by a certificate in it (a CA renewed with the same key still verifies what the old one signed, as Go's
+ * pool finds it).
+ */
+function trustedBy(chain: readonly Buffer[], anchors: readonly X509Certificate[]): boolean {
+  for (const raw of chain) for (const a of anchors) if (a.raw.equals(raw)) return true;
+  for (const raw of chain) {
+    let c: X509Certificate;
+    try {
+      c = new X509Certificate(raw);
+    } catch {
+      continue;
+    }
+    for (const a of anchors) if (c.issuer === a.subject && c.checkIssued(a) && c.verify(a.publicKey)) return true;
+  }
+  return false;
 }
 
 /** As Go prints a time.Time in UTC: 2006-01-02T15:04:05Z. */

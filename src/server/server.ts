@@ -126,7 +126,13 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   });
 
   await app.listen({ host: config.server.address, port: config.server.port });
-  const tlsWatch = tlsFiles.watch((o) => (app.server as unknown as { setSecureContext(o: unknown): void }).setSecureContext(o));
+  // The authenticator checks client certificates against the bundle the listener has, also on connections made
+  // before a reload: both are set in the same turn.
+  if (tlsFiles.options.ca) g.authenticator.setClientCAs(tlsFiles.options.ca as Buffer);
+  const tlsWatch = tlsFiles.watch((o) => {
+    (app.server as unknown as { setSecureContext(o: unknown): void }).setSecureContext(o);
+    if (o.ca) g.authenticator.setClientCAs(o.ca as Buffer);
+  });
   const port = (app.server.address() as AddressInfo).port;
   const host = config.server.address === '0.0.0.0' || config.server.address === '::' ? '127.0.0.1' : config.server.address;
   log.info({ port, address: config.server.address }, 'fleetgate is serving');

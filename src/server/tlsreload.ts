@@ -1,7 +1,8 @@
 // The serving certificate, its key and the client CA bundle are reloaded when their files change, as
 // kube-apiserver's dynamic certificate controllers do: cert-manager and Secret updates rotate them under a running
-// gateway. New connections get the new files; open ones keep theirs. A new set that does not load (a key that
-// does not match, a half-written file) is refused and the running one stays.
+// gateway. New connections get the new files; open ones keep their serving certificate, and their client
+// certificates are checked against the new CA bundle by the authenticator (src/authn/x509.ts). A new set that does
+// not load (a key that does not match, a half-written file) is refused and the running one stays.
 
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

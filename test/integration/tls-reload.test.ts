@@ -9,12 +9,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCA, issueClientCert, issueServingCert } from '../../src/pki/index.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { startTestGateway, type TestGateway } from '../support/gateway.js';
-import { call } from '../support/http.js';
+import { call, type ClusterEndpoint } from '../support/http.js';
 
 let sim: SimFleet;
 let gw: TestGateway;
 /** The serving key in force after the rotation test. */
 let servingKey = '';
+/** The CA the added-CA test trusted, and an endpoint (a connection) made while it was. */
+let removed: { ep: ClusterEndpoint; caPem: string } | undefined;
 
 beforeAll(async () => {
   sim = await startSimFleet({ clusters: ['control-plane'], nodesPerCluster: 0 });
@@ -88,8 +90,65 @@ describe('TLS files reloaded without a restart', () => {
     await replace('client-ca.crt', gw.clientCA.certPem + newCA.certPem);
     // A fresh endpoint object each time: a new connection, which gets the new CA bundle.
     await until('dave to be accepted', async () => (await call({ ...ep }, 'GET', '/api')).status === 200);
+    removed = { ep: { ...ep }, caPem: newCA.certPem };
+  });
+
+  it('refuses certificates of a CA taken out of the bundle on connections made before, as kube verifies every request', async () => {
+    // One TLS connection for all of dave's requests, made while his CA was trusted; and one for admin.
+    const dave = await keptConnection(removed!.ep);
+    const admin = await keptConnection(await gw.endpointFor('admin', ['system:masters']));
+    try {
+      expect(await dave.get('/api')).toBe(200);
+      expect(await admin.get('/api')).toBe(200);
+      await replace('client-ca.crt', gw.clientCA.certPem);
+      await until('dave to be refused', async () => (await dave.get('/api')) === 401);
+      // Certificates of the CA that stayed work on their open connections as before.
+      expect(await admin.get('/api')).toBe(200);
+      // Put back, the CA vouches for the same open connection again.
+      await replace('client-ca.crt', gw.clientCA.certPem + removed!.caPem);
+      await until('dave to be accepted again', async () => (await dave.get('/api')) === 200);
+      expect(dave.connections()).toBe(1);
+    } finally {
+      dave.close();
+      admin.close();
+    }
   });
 });
+
+/** HTTP/1.1 GETs one after another on one TLS connection; each answer's status. */
+async function keptConnection(ep: ClusterEndpoint): Promise<{ get(path: string): Promise<number>; connections(): number; close(): void }> {
+  const socket = connect({ host: '127.0.0.1', port: gw.running.port, ca: ep.caPem, cert: ep.certPem, key: ep.keyPem, servername: 'localhost', ALPNProtocols: ['http/1.1'] });
+  await new Promise<void>((resolve, reject) => {
+    socket.once('secureConnect', () => resolve());
+    socket.once('error', reject);
+  });
+  let opened = 1;
+  let buffered = Buffer.alloc(0);
+  let waiting: ((status: number) => void) | undefined;
+  socket.on('close', () => (opened = 0));
+  socket.on('data', (d: Buffer) => {
+    buffered = Buffer.concat([buffered, d]);
+    const end = buffered.indexOf('\r\n\r\n');
+    if (end < 0) return;
+    const head = buffered.subarray(0, end).toString('latin1');
+    const length = Number(/\r\ncontent-length: *(\d+)/i.exec(head)?.[1] ?? 0);
+    if (buffered.length < end + 4 + length) return;
+    buffered = buffered.subarray(end + 4 + length);
+    const w = waiting;
+    waiting = undefined;
+    w?.(Number(head.slice(9, 12)));
+  });
+  return {
+    get(path) {
+      return new Promise((resolve) => {
+        waiting = resolve;
+        socket.write(`GET ${path} HTTP/1.1\r\nHost: localhost\r\nAccept: application/json\r\n\r\n`);
+      });
+    },
+    connections: () => opened,
+    close: () => socket.destroy(),
+  };
+}
 
 /** The suite and protocol the gateway picks for a client offering `ciphers` (Node's default order when unset). */
 function negotiated(o: { ciphers?: string; maxVersion?: 'TLSv1.2' | 'TLSv1.3' } = {}): Promise<{ suite: string; protocol: string }> {

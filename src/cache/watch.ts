@@ -181,6 +181,13 @@ export function serveWatch(
   res.writeHead(200, { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' });
   // Flush the headers now: clients wait for them before they consider the watch established.
   res.flushHeaders?.();
+  // A client that went away while the request was on its way here had its 'close' before the listener above: nothing
+  // would end the watch but its timeout.
+  if (responseGone(res)) {
+    closed = true;
+    finish();
+    return { stop: finish, done };
+  }
 
   const rv = opts.resourceVersion;
   let replayFrom = 0;
@@ -304,6 +311,11 @@ export function triggerFor(opts: ListOptions, namespace: string, store: Store): 
   }
   if (labels.size > 0) return { kind: 'labels', labels: [...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) };
   return namespace ? { kind: 'namespace', value: namespace } : undefined;
+}
+
+function responseGone(res: ServerResponse): boolean {
+  const r = res as { destroyed?: boolean; stream?: { destroyed?: boolean } };
+  return r.destroyed === true || r.stream?.destroyed === true;
 }
 
 let flushes: Array<() => void> = [];

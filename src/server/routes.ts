@@ -3,7 +3,7 @@
 // the caller. Pods and Events move to the member cache in issue 4.
 
 import type { IncomingMessage } from 'node:http';
-import { newForbiddenAttributes, newNotFound } from '../api/status.js';
+import { newBadRequest, newForbiddenAttributes, newNotFound } from '../api/status.js';
 import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
 import { checkBodySyntax, readBody } from '../request/body.js';
 import { targetPath } from '../request/filter.js';
@@ -20,6 +20,7 @@ import type { Step } from './chain.js';
 import type { RequestContext } from './context.js';
 import type { Gateway } from './gateway.js';
 import { isHealthPath, serveHealth } from './health.js';
+import { notWebSocketHandshake } from './websocket.js';
 import { writeJSON } from './respond.js';
 
 const SSR_VERSIONS = new Set(['v1', 'v1beta1', 'v1alpha1']);
@@ -40,6 +41,10 @@ export function routingStep(g: Gateway): Step {
       if (fromCache) {
         // An upgrade here is a watch (request info lets no other read upgrade): ctx.res makes it a WebSocket
         // (src/server/websocket.ts) when the watch writes its head.
+        if (ctx.upgrade) {
+          const why = notWebSocketHandshake(ctx.req as IncomingMessage);
+          if (why !== undefined) throw newBadRequest(why);
+        }
         await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, w) });
         // A watch's initial events are written by now: it stops holding flow-control seats.
         if (info.verb === 'watch') markInitialEventsSent(ctx);

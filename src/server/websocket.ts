@@ -10,10 +10,13 @@
 // watches) never write to it: the upstream answers them.
 
 import { EventEmitter } from 'node:events';
-import { STATUS_CODES, type IncomingMessage } from 'node:http';
+import { STATUS_CODES, validateHeaderName, validateHeaderValue, type IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { BEARER_PROTOCOL_PREFIX } from '../upstream/headers.js';
+
+/** The largest message a watch's client may send (it is read and dropped); larger closes the connection (1009). */
+const MAX_CLIENT_MESSAGE_BYTES = 64 * 1024;
 
 /** Bytes a watcher's WebSocket may have queued before writes answer false (the watch then waits, or ends a live one). */
 const HIGH_WATER_MARK = 1024 * 1024;
@@ -23,6 +26,9 @@ const HIGH_WATER_MARK = 1024 * 1024;
 const server = new WebSocketServer({
   noServer: true,
   perMessageDeflate: false,
+  // A watch reads nothing from its client: a message (ws buffers one whole before it is dropped) is kept small, where
+  // ws's default would let each connection hold 100 MiB.
+  maxPayload: MAX_CLIENT_MESSAGE_BYTES,
   handleProtocols: (protocols) => {
     for (const p of protocols) if (!p.startsWith(BEARER_PROTOCOL_PREFIX)) return p;
     return false;
@@ -33,6 +39,21 @@ server.on('headers', (headers: string[], req: IncomingMessage) => {
   const extra = extraHeaders.get(req);
   if (extra) headers.push(...extra);
 });
+
+/**
+ * Why the request is not a WebSocket handshake ws would complete (RFC 6455, as ws checks it), or undefined. Checked
+ * before a watch is served on it, so that the client gets a Status, not ws's bare 400.
+ */
+export function notWebSocketHandshake(req: IncomingMessage): string | undefined {
+  const upgrade = req.headers.upgrade;
+  if (typeof upgrade !== 'string' || upgrade.toLowerCase() !== 'websocket') return `only a WebSocket upgrade serves a watch of pods or events across the fleet (Upgrade: ${JSON.stringify(upgrade ?? '')}); send the watch without the Upgrade header`;
+  if (req.method !== 'GET') return 'a WebSocket handshake is a GET';
+  const key = req.headers['sec-websocket-key'];
+  if (typeof key !== 'string' || !/^[+/0-9A-Za-z]{22}==$/.test(key.trim())) return 'missing or invalid Sec-WebSocket-Key header';
+  const version = req.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8') return 'missing or unsupported Sec-WebSocket-Version header (13)';
+  return undefined;
+}
 
 /** An upgrade request's response: a WebSocket once a 200 head is written, else a plain HTTP answer. */
 export class UpgradeResponse extends EventEmitter {
@@ -65,7 +86,10 @@ export class UpgradeResponse extends EventEmitter {
     return this.ws?.bufferedAmount ?? 0;
   }
 
+  /** As Node's: a name or value that would break the head (a CR or LF in a member's error text) throws. */
   setHeader(name: string, value: string | string[]): this {
+    validateHeaderName(name);
+    for (const v of Array.isArray(value) ? value : [value]) validateHeaderValue(name, v);
     this.headers.set(name, value);
     return this;
   }
@@ -83,7 +107,7 @@ export class UpgradeResponse extends EventEmitter {
     this.headersSent = true;
     this.statusCode = code;
     if (code !== 200) {
-      for (const [name, value] of Object.entries(headers ?? {})) this.headers.set(name, value);
+      for (const [name, value] of Object.entries(headers ?? {})) this.setHeader(name, value);
       this.answer = code;
       return this;
     }
@@ -97,6 +121,14 @@ export class UpgradeResponse extends EventEmitter {
       ws.on('error', () => this.onClose());
       // Messages from the client mean nothing to a watch, as to kube's.
     });
+    // No WebSocket: the client went away while the chain ran (ws then only destroys the socket, whose 'close' came
+    // before the watch listened), or ws refused the handshake. The watch is told (again) once it has set itself up.
+    if (this.ws === undefined) {
+      process.nextTick(() => {
+        this.closed = true;
+        this.emit('close');
+      });
+    }
     return this;
   }
 

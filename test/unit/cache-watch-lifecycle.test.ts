@@ -56,6 +56,21 @@ describe('watch lifecycle', () => {
     }
   });
 
+  it('a watch whose client went away before it was served ends at once instead of living to its timeout', async () => {
+    const { cache } = newCache(3);
+    const res = new FakeResponse();
+    // Its 'close' came while the request was still in the chain (authorization, flow control), before the watch listened.
+    res.destroyed = true;
+    res.emit('close');
+    await startWatch(cache, 'resourceVersion=0');
+    await startWatch(cache, 'resourceVersion=0', res);
+    await settle();
+    expect(res.writableEnded).toBe(true);
+    expect(res.lines()).toEqual([]);
+    // Only the first watch, whose client is there, is subscribed.
+    expect(cache.pods.watcherCount).toBe(1);
+  });
+
   it('timeoutSeconds=0 asks for no timeout, not for an end at once', async () => {
     const { cache, sink } = newCache(2);
     const res = await startWatch(cache, 'resourceVersion=0&timeoutSeconds=0');

@@ -8,6 +8,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connect as tlsConnect } from 'node:tls';
 import WebSocket from 'ws';
 import type { KubeObject } from '../../src/api/meta.js';
 import { buildInformer, INFORMER_BUILD_TIMEOUT_MS, startInformer } from '../clients/informer.js';
@@ -219,6 +220,27 @@ describe('watching the fleet over WebSocket, as browser dashboards do', () => {
     const refused = await bad.ended;
     expect(refused.status).toBe(400);
     expect(JSON.parse(refused.body!).kind).toBe('Status');
+  });
+
+  it('closes a connection whose client sends a large message (1009), and answers an upgrade that is not WebSocket with a 400 Status', async () => {
+    const w = await wsWatch('admin', ['system:masters'], '/api/v1/namespaces/demo/pods?watch=1&labelSelector=app%3Dnone');
+    await w.opened;
+    w.ws.send('x'.repeat(100_000));
+    expect((await w.ended).code).toBe(1009);
+    const ep = await gw.endpointFor('admin', ['system:masters']);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const s = tlsConnect({ host: '127.0.0.1', port: gw.running.port, ca: ep.caPem, cert: ep.certPem, key: ep.keyPem, servername: 'localhost', ALPNProtocols: ['http/1.1'] }, () => {
+        s.write('GET /api/v1/namespaces/demo/pods?watch=1 HTTP/1.1\r\nHost: localhost\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\n\r\n');
+      });
+      let got = '';
+      s.on('data', (d) => (got += d));
+      s.on('close', () => resolve(got));
+      s.on('error', reject);
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 400 /);
+    const status = JSON.parse(answer.slice(answer.indexOf('\r\n\r\n') + 4));
+    expect(status).toMatchObject({ kind: 'Status', code: 400 });
+    expect(status.message).toMatch(/^only a WebSocket upgrade serves a watch of pods or events across the fleet/);
   });
 
   it('is authorized like any cached watch: a user who may not watch those pods gets the 403 instead of a handshake', async () => {

@@ -7,6 +7,7 @@
 // (FailOnError: a bad credential is never treated as no credential). Only a request that presents nothing
 // returns null, and the chain then decides between anonymousUser() and 401.
 
+import type { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type { Logger } from 'pino';
@@ -18,7 +19,7 @@ import { withAuthenticatedGroup } from './group.js';
 import { newOidcAuthenticator, untrustedIssuer, type OidcAuthenticator, type OidcIssuerConfig, type TokenOutcome } from './oidc.js';
 import { newRevocationChecker, type RevocationChecker } from './revocation.js';
 import { loadTokenFile } from './tokenfile.js';
-import { authenticateClientCert, clientCAsFrom, type ClientCAs } from './x509.js';
+import { authenticateClientCert, stampConnection, type ClientCAs } from './x509.js';
 
 export type { OidcIssuerConfig } from './oidc.js';
 
@@ -40,10 +41,13 @@ export interface Authenticator {
    */
   authenticate(req: IncomingMessage | Http2ServerRequest): Promise<UserInfo | null>;
   /**
-   * The client CA bundle (PEM) the listener verifies handshakes with, at start and at each reload: client
-   * certificates are checked against the bundle in force at each request, on connections made before it too.
+   * The client CA bundle the listener verifies handshakes with, at start and at each reload: a client certificate
+   * on a connection made under an earlier bundle is checked against this one at its next request, as kube verifies
+   * every request.
    */
-  setClientCAs(pem: string | Buffer): void;
+  setClientCAs(anchors: readonly X509Certificate[]): void;
+  /** A TLS connection the listener accepted: its handshake was verified with the bundle set last. */
+  connectionAccepted(socket: object): void;
   close(): void;
 }
 
@@ -134,8 +138,11 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
       log?.debug({ reason: failures.length === 1 ? failures[0] : `[${failures.join(', ')}]` }, 'Unable to authenticate the request');
       throw newUnauthorized();
     },
-    setClientCAs(pem) {
-      clientCAs = clientCAsFrom(pem, clientCAs);
+    setClientCAs(anchors) {
+      clientCAs = { generation: (clientCAs?.generation ?? 0) + 1, anchors };
+    },
+    connectionAccepted(socket) {
+      stampConnection(socket, clientCAs);
     },
     close() {
       for (const a of issuers.values()) a.close();

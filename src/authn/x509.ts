@@ -52,25 +52,30 @@ interface Decided {
   /** When every certificate of the chain is valid, in ms since the epoch (only for a user outcome). */
   notBefore: number;
   notAfter: number;
-  /** The chain the handshake verified, leaf first (DER). */
+  /** The chain node gives for the connection, leaf first (DER): what the client sent, and issuers from the bundle. */
   chain: Buffer[];
-  /** The client CA bundle (its generation) the chain was last checked against, and the verdict. */
+  /** The client CA bundle (its generation) the chain was last vouched for by, and the verdict. */
   checkedAgainst: number;
   trusted: boolean;
 }
 const byConnection = new WeakMap<object, Decided>();
 
-/** The client CA bundle the listener verifies handshakes with now; each reload is a new generation. */
+/** The client CA bundle the listener verifies handshakes with; each reload is a new generation. */
 export interface ClientCAs {
   generation: number;
   anchors: readonly X509Certificate[];
 }
 
-/** A PEM bundle's certificates as a new generation after `previous`. */
-export function clientCAsFrom(pem: string | Buffer, previous?: ClientCAs): ClientCAs {
-  const anchors: X509Certificate[] = [];
-  for (const m of String(pem).matchAll(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g)) anchors.push(new X509Certificate(m[0]));
-  return { generation: (previous?.generation ?? 0) + 1, anchors };
+/** The bundle a connection's handshake was verified with, stamped on its socket when it is accepted. */
+const ACCEPTED_UNDER = Symbol('fleetgate.clientCAs');
+
+/**
+ * Records that the connection's handshake was verified with cas (the listener's bundle as it accepted it). Only a
+ * later bundle makes its certificate be checked again; a resumed session, whose chain node no longer has in full, is
+ * one of the bundle it was made under (each reloaded context has ticket keys of its own).
+ */
+export function stampConnection(socket: object, cas: ClientCAs | undefined): void {
+  if (cas !== undefined) (socket as { [ACCEPTED_UNDER]?: ClientCAs })[ACCEPTED_UNDER] = cas;
 }
 
 export function authenticateClientCert(req: IncomingMessage | Http2ServerRequest, cas?: ClientCAs): X509Outcome {
@@ -78,27 +83,41 @@ export function authenticateClientCert(req: IncomingMessage | Http2ServerRequest
   if (socket === undefined) return NONE;
   let d = byConnection.get(socket);
   if (d === undefined) {
-    d = decided(socket);
+    d = decided(socket, cas);
     byConnection.set(socket, d);
   }
   if (d.outcome.kind === 'user') {
+    if (cas !== undefined && d.checkedAgainst !== cas.generation) {
+      // The bundle changed since the connection was made: is there still a path from the leaf to one of its anchors?
+      const path = pathToAnchor(d.chain, cas.anchors, acceptedUnder(socket)?.anchors ?? []);
+      d.trusted = path !== undefined;
+      if (path) {
+        d.notBefore = path.notBefore;
+        d.notAfter = path.notAfter;
+      }
+      d.checkedAgainst = cas.generation;
+    }
+    if (!d.trusted) return { kind: 'error', reason: `verifying certificate ${d.outcome.cert.id} failed: x509: certificate signed by unknown authority` };
     const now = Date.now();
     if (now < d.notBefore || now > d.notAfter) {
       const bound = now > d.notAfter ? `after ${goTime(d.notAfter)}` : `before ${goTime(d.notBefore)}`;
       return { kind: 'error', reason: `verifying certificate ${d.outcome.cert.id} failed: x509: certificate has expired or is not yet valid: current time ${goTime(now)} is ${bound}` };
     }
-    if (cas !== undefined && d.checkedAgainst !== cas.generation) {
-      d.trusted = trustedBy(d.chain, cas.anchors);
-      d.checkedAgainst = cas.generation;
-    }
-    if (!d.trusted) return { kind: 'error', reason: `verifying certificate ${d.outcome.cert.id} failed: x509: certificate signed by unknown authority` };
   }
   return d.outcome;
 }
 
-function decided(socket: Partial<TLSSocket>): Decided {
+function acceptedUnder(socket: object): ClientCAs | undefined {
+  // For HTTP/2 this is the session's socket proxy, which reads through to the socket that was stamped.
+  return (socket as { [ACCEPTED_UNDER]?: ClientCAs })[ACCEPTED_UNDER];
+}
+
+function decided(socket: Partial<TLSSocket>, cas: ClientCAs | undefined): Decided {
   const outcome = decide(socket);
-  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity, chain: [], checkedAgainst: 0, trusted: true };
+  // Checked already against the bundle the handshake used; a connection with no stamp (none was accepted through
+  // the listener's hook) against the one in force.
+  const checkedAgainst = acceptedUnder(socket)?.generation ?? cas?.generation ?? 0;
+  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity, chain: [], checkedAgainst, trusted: true };
   // The leaf and the certificates above it that the handshake verified (node links the chain; a root links to itself).
   let notBefore = -Infinity;
   let notAfter = Infinity;
@@ -110,28 +129,46 @@ function decided(socket: Partial<TLSSocket>): Decided {
     notBefore = Math.max(notBefore, Date.parse(c.valid_from));
     notAfter = Math.min(notAfter, Date.parse(c.valid_to));
   }
-  // A date node could not print or we could not read: the handshake's verdict stands, as before. The handshake was
-  // checked against some bundle: the first request checks the chain against the one in force (checkedAgainst 0).
-  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter, chain, checkedAgainst: 0, trusted: true };
+  // A date node could not print or we could not read: the handshake's verdict stands, as before.
+  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter, chain, checkedAgainst, trusted: true };
 }
 
+/** Chains longer than this are not followed (Go's Verify stops at a depth as well). */
+const MAX_PATH = 8;
+
 /**
- * Whether the bundle still vouches for the chain the handshake verified: one of its certificates is in the bundle, or
- * was issued by a certificate in it (a CA renewed with the same key still verifies what the old one signed, as Go's
- * pool finds it).
+ * A path from the leaf to a currently valid anchor of the bundle, each step an issuer by name and signature, as
+ * Go's Verify builds one: through certificates the client sent (node's chain, less what it added from the bundle the
+ * connection was made under: a certificate taken out of the bundle must not vouch for anything) up to a certificate
+ * an anchor signed. Its validity window, or undefined when there is none.
  */
-function trustedBy(chain: readonly Buffer[], anchors: readonly X509Certificate[]): boolean {
-  for (const raw of chain) for (const a of anchors) if (a.raw.equals(raw)) return true;
-  for (const raw of chain) {
-    let c: X509Certificate;
-    try {
-      c = new X509Certificate(raw);
-    } catch {
-      continue;
-    }
-    for (const a of anchors) if (c.issuer === a.subject && c.checkIssued(a) && c.verify(a.publicKey)) return true;
+function pathToAnchor(chain: readonly Buffer[], anchors: readonly X509Certificate[], earlier: readonly X509Certificate[]): { notBefore: number; notAfter: number } | undefined {
+  if (chain.length === 0) return undefined;
+  const now = Date.now();
+  let certs: X509Certificate[];
+  try {
+    certs = chain.map((raw) => new X509Certificate(raw));
+  } catch {
+    return undefined;
   }
-  return false;
+  const sent = certs.slice(1).filter((c) => !earlier.some((a) => a.raw.equals(c.raw)));
+  let cur = certs[0]!;
+  let notBefore = Date.parse(cur.validFrom);
+  let notAfter = Date.parse(cur.validTo);
+  for (let depth = 0; depth < MAX_PATH; depth++) {
+    for (const a of anchors) {
+      const from = Date.parse(a.validFrom);
+      const to = Date.parse(a.validTo);
+      if (now < from || now > to) continue;
+      if (cur.checkIssued(a) && cur.verify(a.publicKey)) return { notBefore: Math.max(notBefore, from), notAfter: Math.min(notAfter, to) };
+    }
+    const next = sent.find((c) => c !== cur && cur.checkIssued(c) && cur.verify(c.publicKey));
+    if (next === undefined) return undefined;
+    notBefore = Math.max(notBefore, Date.parse(next.validFrom));
+    notAfter = Math.min(notAfter, Date.parse(next.validTo));
+    cur = next;
+  }
+  return undefined;
 }
 
 /** As Go prints a time.Time in UTC: 2006-01-02T15:04:05Z. */

@@ -5,9 +5,8 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
+import { PEM_CERTIFICATE } from '../pki/bundle.js';
 import { problem, show, type Walk } from './fields.js';
-
-const PEM_CERT = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
 
 /** The file's text, or undefined with a problem saying why it cannot be read. */
 export function readText(w: Walk, path: string, file: string): string | undefined {
@@ -23,7 +22,7 @@ export function readText(w: Walk, path: string, file: string): string | undefine
 export function checkCertificates(w: Walk, path: string, file: string): X509Certificate | undefined {
   const pem = readText(w, path, file);
   if (pem === undefined) return undefined;
-  const blocks = pem.match(PEM_CERT) ?? [];
+  const blocks = pem.match(PEM_CERTIFICATE) ?? [];
   if (blocks.length === 0) {
     problem(w, path, `${show(file)} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
     return undefined;

@@ -118,7 +118,9 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
+  g.authenticator.setClientCAs(tlsFiles.clientCAs);
   app.server.on('secureConnection', (socket: TLSSocket) => {
+    g.authenticator.connectionAccepted(socket);
     // The HTTP/2 server leaves Nagle's algorithm on; small responses then wait for the peer's delayed ACK (~40 ms).
     socket.setNoDelay(true);
     sockets.add(socket);
@@ -128,10 +130,9 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   await app.listen({ host: config.server.address, port: config.server.port });
   // The authenticator checks client certificates against the bundle the listener has, also on connections made
   // before a reload: both are set in the same turn.
-  if (tlsFiles.options.ca) g.authenticator.setClientCAs(tlsFiles.options.ca as Buffer);
-  const tlsWatch = tlsFiles.watch((o) => {
+  const tlsWatch = tlsFiles.watch((o, clientCAs) => {
     (app.server as unknown as { setSecureContext(o: unknown): void }).setSecureContext(o);
-    if (o.ca) g.authenticator.setClientCAs(o.ca as Buffer);
+    g.authenticator.setClientCAs(clientCAs);
   });
   const port = (app.server.address() as AddressInfo).port;
   const host = config.server.address === '0.0.0.0' || config.server.address === '::' ? '127.0.0.1' : config.server.address;

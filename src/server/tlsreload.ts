@@ -12,14 +12,17 @@ import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import { CounterVec, GaugeVec } from '../metrics/vec.js';
 import type { ServerTLSConfig } from '../config/index.js';
+import { certificateBundle } from '../pki/bundle.js';
 import { SERVER_CIPHER_OPTIONS } from '../pki/ciphers.js';
 import { fileSignature, watchForChanges, type FileWatcher } from '../config/watch.js';
 
 export interface TLSFiles {
   /** What the listener is created with. */
   options: SecureContextOptions;
-  /** Starts reloading into setSecureContext; close() stops. */
-  watch(setSecureContext: (o: SecureContextOptions) => void): FileWatcher;
+  /** The client CA bundle's certificates (none without a clientCAFile), parsed as the listener's context takes them. */
+  clientCAs: X509Certificate[];
+  /** Starts reloading into apply (the listener's context and the authenticator's bundle, together); close() stops. */
+  watch(apply: (o: SecureContextOptions, clientCAs: X509Certificate[]) => void): FileWatcher;
 }
 
 const POLL_MS = 5_000;
@@ -39,23 +42,33 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
   reloads.inc({ result: 'success' }, 0);
   reloads.inc({ result: 'failure' }, 0);
 
-  const read = async (): Promise<SecureContextOptions> => {
+  const read = async (): Promise<{ options: SecureContextOptions; clientCAs: X509Certificate[] }> => {
     const [key, cert, ca] = await Promise.all([readFile(tls.keyFile), readFile(tls.certFile), tls.clientCAFile ? readFile(tls.clientCAFile) : undefined]);
     const leaf = new X509Certificate(cert);
     if (!leaf.checkPrivateKey(createPrivateKey(key))) throw new Error(`${tls.keyFile} is not the key of ${tls.certFile}`);
-    if (ca) new X509Certificate(ca);
+    // Every block, where OpenSSL stops quietly at the first it cannot read: the authenticator must trust exactly
+    // what the listener does, so a bundle with a broken block is refused whole.
+    let clientCAs: X509Certificate[] = [];
+    if (ca) {
+      try {
+        clientCAs = certificateBundle(ca);
+      } catch (err) {
+        throw new Error(`${tls.clientCAFile}: ${(err as Error).message}`);
+      }
+    }
     expiry.set(Date.parse(leaf.validTo) / 1000);
-    return { key, cert, ...(ca ? { ca } : {}), minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS };
+    return { options: { key, cert, ...(ca ? { ca } : {}), minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS }, clientCAs };
   };
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCAFile ? [tls.clientCAFile] : [])];
   const signature = async () => (await Promise.all(files.map(fileSignature))).join('|');
   // Taken before the read: a rotation while the gateway starts (before watch() is called) is reloaded.
   const initialSignature = await signature().catch(() => undefined);
-  const options = await read();
+  const first = await read();
 
   return {
-    options,
-    watch(setSecureContext) {
+    options: first.options,
+    clientCAs: first.clientCAs,
+    watch(apply) {
       const watchers = [...new Set(files.map((f) => dirname(f)))].map((dir) =>
         watchForChanges({
           dir,
@@ -63,7 +76,8 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
           signature,
           initialSignature,
           onChange: async () => {
-            setSecureContext(await read());
+            const next = await read();
+            apply(next.options, next.clientCAs);
             reloads.inc({ result: 'success' });
             log.info({ certFile: tls.certFile }, 'serving certificate and client CA reloaded');
           },

@@ -40,6 +40,9 @@ server.on('headers', (headers: string[], req: IncomingMessage) => {
   if (extra) headers.push(...extra);
 });
 
+/** An HTTP token (RFC 9110 tchar), what each subprotocol must be. */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
 /**
  * Why the request is not a WebSocket handshake ws would complete (RFC 6455, as ws checks it), or undefined. Checked
  * before a watch is served on it, so that the client gets a Status, not ws's bare 400.
@@ -52,6 +55,11 @@ export function notWebSocketHandshake(req: IncomingMessage): string | undefined 
   if (typeof key !== 'string' || !/^[+/0-9A-Za-z]{22}==$/.test(key.trim())) return 'missing or invalid Sec-WebSocket-Key header';
   const version = req.headers['sec-websocket-version'];
   if (version !== '13' && version !== '8') return 'missing or unsupported Sec-WebSocket-Version header (13)';
+  const protocols = req.headers['sec-websocket-protocol'];
+  if (protocols !== undefined) {
+    const list = String(protocols).split(',').map((p) => p.trim());
+    if (list.some((p) => !TOKEN.test(p)) || new Set(list).size !== list.length) return 'invalid Sec-WebSocket-Protocol header: a comma-separated list of distinct tokens';
+  }
   return undefined;
 }
 

@@ -49,5 +49,9 @@ describe('the response of an upgrade request', () => {
     expect(notWebSocketHandshake(handshake({ upgrade: 'SPDY/3.1' }))).toMatch(/^only a WebSocket upgrade serves a watch/);
     expect(notWebSocketHandshake(handshake({ 'sec-websocket-key': 'short' }))).toBe('missing or invalid Sec-WebSocket-Key header');
     expect(notWebSocketHandshake(handshake({ 'sec-websocket-version': '12' }))).toBe('missing or unsupported Sec-WebSocket-Version header (13)');
+    expect(notWebSocketHandshake(handshake({ upgrade: 'WebSocket', 'sec-websocket-protocol': 'base64url.bearer.authorization.k8s.io.dG9rZW4, v4.channel.k8s.io' }))).toBeUndefined();
+    for (const bad of ['a,,b', 'a, a', 'a b']) {
+      expect(notWebSocketHandshake(handshake({ 'sec-websocket-protocol': bad }))).toBe('invalid Sec-WebSocket-Protocol header: a comma-separated list of distinct tokens');
+    }
   });
 });

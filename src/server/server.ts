@@ -13,6 +13,7 @@ import fastify from 'fastify';
 import type { Logger } from 'pino';
 import { newBadRequest, toStatus, type Status } from '../api/status.js';
 import type { Config } from '../config/index.js';
+import { captureUpgrade } from '../audit/capture.js';
 import { longRunningGauge, observeRequest, reportedVerb } from '../metrics/apiserver.js';
 import { writeStatus as writeUpgradeStatus } from '../upstream/upgrade.js';
 import { UpgradeResponse } from './websocket.js';
@@ -108,7 +109,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   // then become a raw tunnel to the control plane.
   app.server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     const auditID = auditIDOf(req);
-    upgrade(chain, log, req, socket, head, auditID).catch((e) => writeUpgradeStatus(socket, auditID, toStatus(e) as Status));
+    upgrade(g, chain, log, req, socket, head, auditID).catch((e) => writeUpgradeStatus(socket, auditID, toStatus(e) as Status));
   });
 
   // Connections are tracked so that shutdown can send GOAWAY and, after the grace period, cut what is left.
@@ -183,13 +184,39 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
   return ctx;
 }
 
+/**
+ * An upgraded request in apiserver_request_total by the code of its answer (101 when the upgrade happened: exec,
+ * attach and port-forward as CONNECT, a WebSocket watch as WATCH), counted when the connection closes, and in
+ * apiserver_longrunning_requests while an upgraded one is open, as kube-apiserver counts them. Whoever answers
+ * (this gateway, or the upstream through a tunnel), the code is read off the first bytes written to the client.
+ */
+function countUpgrade(g: Gateway, ctx: RequestContext, socket: Duplex): void {
+  let code = 0;
+  let open: ReturnType<typeof longRunningGauge> | undefined;
+  captureUpgrade(socket, (c) => {
+    code = c;
+    if (c === 101 && ctx.info?.longRunning && !socket.destroyed) {
+      open = longRunningGauge(g.metrics, ctx.info, reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']));
+      open.inc();
+    }
+  });
+  socket.once('close', () => {
+    open?.dec();
+    // No answer at all (the client left first), or a request refused before its request info: not counted, as on
+    // the HTTP path.
+    if (code === 0 || !ctx.info) return;
+    observeRequest(g.metrics, ctx.info, reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']), false, code, undefined);
+  });
+}
+
 /** An upgrade goes through the same chain; routing turns it into a tunnel (ctx.upgrade). */
-async function upgrade(chain: (ctx: RequestContext) => Promise<void>, log: Logger, req: IncomingMessage, socket: Duplex, head: Buffer, auditID: string): Promise<void> {
+async function upgrade(g: Gateway, chain: (ctx: RequestContext) => Promise<void>, log: Logger, req: IncomingMessage, socket: Duplex, head: Buffer, auditID: string): Promise<void> {
   // Steps that answer an upgrade themselves (flow control's 429, a watch of the merged cache) write to this; tunnels
   // leave it alone and the upstream answers.
   const res = new UpgradeResponse(req, socket, head, auditID);
   const ctx = newRequestContext(log, req, res as unknown as Response, auditID);
   ctx.upgrade = { socket, head };
+  countUpgrade(g, ctx, socket);
   try {
     await chain(ctx);
   } catch (e) {

@@ -45,9 +45,12 @@ export interface Authenticator {
    * on a connection made under an earlier bundle is checked against this one at its next request, as kube verifies
    * every request.
    */
-  setClientCAs(anchors: readonly X509Certificate[]): void;
-  /** A TLS connection the listener accepted: its handshake was verified with the bundle set last. */
-  connectionAccepted(socket: object): void;
+  setClientCAs(anchors: readonly X509Certificate[], context?: object): void;
+  /**
+   * A TLS connection the listener accepted, with the secure context its handshake used (the listener picks it when
+   * the TCP connection comes, so a handshake under way during a reload was verified with the bundle before).
+   */
+  connectionAccepted(socket: object, context?: object): void;
   close(): void;
 }
 
@@ -61,6 +64,13 @@ export interface AuthenticatorOptions {
 /** The user kube-apiserver gives requests without credentials when --anonymous-auth is on. */
 export function anonymousUser(): UserInfo {
   return { username: SYSTEM_ANONYMOUS, groups: [SYSTEM_UNAUTHENTICATED] };
+}
+
+/** Bundles remembered for connections whose secure context is not known. */
+const RECENT_BUNDLES = 8;
+
+function sameCertificates(a: readonly X509Certificate[], b: readonly X509Certificate[]): boolean {
+  return a.length === b.length && a.every((c, i) => c.raw.equals(b[i]!.raw));
 }
 
 export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOptions = {}): Promise<Authenticator> {
@@ -113,6 +123,10 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
   }
 
   let clientCAs: ClientCAs | undefined;
+  // The bundle each of the listener's secure contexts verifies with, and the last few bundles (a connection whose
+  // context is not known is checked at its first request, none of their certificates vouching).
+  const bundleOfContext = new WeakMap<object, ClientCAs>();
+  const recentBundles: ClientCAs[] = [];
 
   return {
     async authenticate(req) {
@@ -138,11 +152,19 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
       log?.debug({ reason: failures.length === 1 ? failures[0] : `[${failures.join(', ')}]` }, 'Unable to authenticate the request');
       throw newUnauthorized();
     },
-    setClientCAs(anchors) {
-      clientCAs = { generation: (clientCAs?.generation ?? 0) + 1, anchors };
+    setClientCAs(anchors, context) {
+      // The same certificates (a reload of the serving certificate alone) are the same bundle: open connections are
+      // not checked again for nothing, which a resumed session's partial chain could fail.
+      if (clientCAs === undefined || !sameCertificates(clientCAs.anchors, anchors)) {
+        clientCAs = { generation: (clientCAs?.generation ?? 0) + 1, anchors };
+        recentBundles.push(clientCAs);
+        if (recentBundles.length > RECENT_BUNDLES) recentBundles.shift();
+      }
+      if (context !== undefined) bundleOfContext.set(context, clientCAs);
     },
-    connectionAccepted(socket) {
-      stampConnection(socket, clientCAs);
+    connectionAccepted(socket, context) {
+      const known = context === undefined ? undefined : bundleOfContext.get(context);
+      stampConnection(socket, known ?? (clientCAs && { generation: 0, anchors: recentBundles.flatMap((b) => b.anchors) }));
     },
     close() {
       for (const a of issuers.values()) a.close();

@@ -119,9 +119,9 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     sessions.add(session);
     session.once('close', () => sessions.delete(session));
   });
-  g.authenticator.setClientCAs(tlsFiles.clientCAs);
+  g.authenticator.setClientCAs(tlsFiles.clientCAs, listenerContext(app.server));
   app.server.on('secureConnection', (socket: TLSSocket) => {
-    g.authenticator.connectionAccepted(socket);
+    g.authenticator.connectionAccepted(socket, (socket as unknown as { ssl?: { _secureContext?: object } }).ssl?._secureContext);
     // The HTTP/2 server leaves Nagle's algorithm on; small responses then wait for the peer's delayed ACK (~40 ms).
     socket.setNoDelay(true);
     sockets.add(socket);
@@ -133,7 +133,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   // before a reload: both are set in the same turn.
   const tlsWatch = tlsFiles.watch((o, clientCAs) => {
     (app.server as unknown as { setSecureContext(o: unknown): void }).setSecureContext(o);
-    g.authenticator.setClientCAs(clientCAs);
+    g.authenticator.setClientCAs(clientCAs, listenerContext(app.server));
   });
   const port = (app.server.address() as AddressInfo).port;
   const host = config.server.address === '0.0.0.0' || config.server.address === '::' ? '127.0.0.1' : config.server.address;
@@ -163,6 +163,14 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       return closing;
     },
   };
+}
+
+/**
+ * The secure context the listener gives new connections (Node's tls.Server keeps it as _sharedCreds, and each
+ * connection's handle keeps the one it was made with as _secureContext): which client CA bundle verified a handshake.
+ */
+function listenerContext(server: unknown): object | undefined {
+  return (server as { _sharedCreds?: object })._sharedCreds;
 }
 
 function auditIDOf(req: { headers: Record<string, string | string[] | undefined> }): string {

@@ -57,7 +57,9 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
       }
     }
     expiry.set(Date.parse(leaf.validTo) / 1000);
-    return { options: { key, cert, ...(ca ? { ca } : {}), minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS }, clientCAs };
+    // The listener gets the certificates as parsed here, so that it trusts exactly what the authenticator checks.
+    const caPems = clientCAs.map((c) => c.toString());
+    return { options: { key, cert, ...(ca ? { ca: caPems } : {}), minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS }, clientCAs };
   };
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCAFile ? [tls.clientCAFile] : [])];
   const signature = async () => (await Promise.all(files.map(fileSignature))).join('|');

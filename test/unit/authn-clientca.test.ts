@@ -22,7 +22,7 @@ function verifiedSocket(chainPems: string[]) {
     issuerCertificate: undefined as unknown,
   }));
   peers.forEach((p, i) => (p.issuerCertificate = peers[i + 1] ?? p));
-  return { authorized: true, getPeerCertificate: (detailed: boolean) => (detailed ? peers[0] : peers[0]) };
+  return { authorized: true, getPeerCertificate: () => peers[0] };
 }
 
 const requestOn = (socket: object) => ({ socket, headers: {} }) as unknown as IncomingMessage;

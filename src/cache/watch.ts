@@ -12,7 +12,7 @@ import { toStatus } from '../api/status.js';
 import { partialObjectMetadataJson, tableHeadJson } from '../api/table.js';
 import { bookmarkJson, encodeWatchEvent, errorEventFromStatus, INITIAL_EVENTS_END_ANNOTATION } from '../api/watch.js';
 import { inScope, matcher, tableRowOf, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
-import { nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
+import { connectionGone, nextTurn, SLICE_MS, untilDrainOrClose } from '../server/respond.js';
 import { metadataOf, ResourceVersionTooOld, type Store, type StoreEvent, type StoreEventType, type StoredObject, type Trigger } from './store.js';
 
 export interface WatchSettings {
@@ -183,7 +183,7 @@ export function serveWatch(
   res.flushHeaders?.();
   // A client that went away while the request was on its way here had its 'close' before the listener above: nothing
   // would end the watch but its timeout.
-  if (responseGone(res)) {
+  if (connectionGone(res)) {
     closed = true;
     finish();
     return { stop: finish, done };
@@ -311,11 +311,6 @@ export function triggerFor(opts: ListOptions, namespace: string, store: Store): 
   }
   if (labels.size > 0) return { kind: 'labels', labels: [...labels].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)) };
   return namespace ? { kind: 'namespace', value: namespace } : undefined;
-}
-
-function responseGone(res: ServerResponse): boolean {
-  const r = res as { destroyed?: boolean; stream?: { destroyed?: boolean } };
-  return r.destroyed === true || r.stream?.destroyed === true;
 }
 
 let flushes: Array<() => void> = [];

@@ -9,6 +9,7 @@ import type { Logger } from 'pino';
 import { SYSTEM_ANONYMOUS, SYSTEM_UNAUTHENTICATED, type UserInfo } from '../api/user.js';
 import type { Step } from '../server/chain.js';
 import type { RequestContext } from '../server/context.js';
+import { connectionGone } from '../server/respond.js';
 import { defaultFlowControlDir, flowControlDirSignature, loadFlowControlDir, watchFlowControlDir, type DirWatcher } from './config.js';
 import {
   applyConfig,
@@ -151,7 +152,7 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
       const res = ctx.res;
       const onClose = () => cancel(t);
       res.once('close', onClose);
-      if (clientGone(ctx)) cancel(t);
+      if (connectionGone(ctx.res)) cancel(t);
       const d = await decided(ctl, t);
       res.off('close', onClose);
       if (d === 'cancelled') {
@@ -171,11 +172,6 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
   };
 }
 
-function clientGone(ctx: RequestContext): boolean {
-  const res = ctx.res as { destroyed?: boolean; stream?: { destroyed?: boolean } };
-  return res.destroyed === true || res.stream?.destroyed === true;
-}
-
 /** UIDs, not names: names an operator picks may say more than a client should know (kube's reasoning). */
 function setClassificationHeaders(ctx: RequestContext, flow: FlowState): void {
   if (ctx.res.headersSent) return;
@@ -186,7 +182,7 @@ function setClassificationHeaders(ctx: RequestContext, flow: FlowState): void {
 /** kube's tooManyRequests: http.Error's plain text, not a Status, with the level's current Retry-After. */
 function tooManyRequests(ctx: RequestContext, retryAfterSeconds: number): void {
   const res = ctx.res;
-  if (res.headersSent || clientGone(ctx)) return;
+  if (res.headersSent || connectionGone(ctx.res)) return;
   res.writeHead(429, {
     'Content-Type': 'text/plain; charset=utf-8',
     'X-Content-Type-Options': 'nosniff',

@@ -162,11 +162,19 @@ function firstOf(emitter: Pick<StreamingBody, 'on' | 'off'>, a: string, b: strin
 }
 
 /**
+ * Whether the client's connection for res is gone: a ServerResponse (or an upgrade's) says so itself, an
+ * Http2ServerResponse has no 'destroyed' and its stream does.
+ */
+export function connectionGone(res: object): boolean {
+  const r = res as { destroyed?: boolean; stream?: { destroyed?: boolean } };
+  return r.destroyed === true || r.stream?.destroyed === true;
+}
+
+/**
  * Resolves once res has handed its last byte to the connection, or the connection is gone: flow control holds a
  * request's seats until then, as kube-apiserver holds them until its handler's last write returns.
  */
 export function responseDone(res: Response): Promise<void> {
-  const r = res as ServerResponse & { stream?: { destroyed?: boolean } };
-  if (r.writableFinished || r.destroyed || r.stream?.destroyed) return Promise.resolve();
+  if ((res as ServerResponse).writableFinished || connectionGone(res)) return Promise.resolve();
   return firstOf(res as unknown as Pick<StreamingBody, 'on' | 'off'>, 'finish', 'close');
 }

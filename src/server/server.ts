@@ -72,7 +72,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     const account = () => {
       if (counted || !ctx.info) return;
       counted = true;
-      const verb = reportedVerb(ctx.info, req.method ?? 'GET', req.headers['content-type']);
+      const verb = verbOf(ctx);
       const dryRun = ctx.url.search !== '' && ctx.url.searchParams.getAll('dryRun').includes('All');
       const longRunningRequest = ctx.info.longRunning;
       observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest ? undefined : Number(process.hrtime.bigint() - started) / 1e9);
@@ -121,7 +121,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   });
   g.authenticator.setClientCAs(tlsFiles.clientCAs, listenerContext(app.server));
   app.server.on('secureConnection', (socket: TLSSocket) => {
-    g.authenticator.connectionAccepted(socket, (socket as unknown as { ssl?: { _secureContext?: object } }).ssl?._secureContext);
+    g.authenticator.connectionAccepted(socket, connectionContext(socket));
     // The HTTP/2 server leaves Nagle's algorithm on; small responses then wait for the peer's delayed ACK (~40 ms).
     socket.setNoDelay(true);
     sockets.add(socket);
@@ -165,12 +165,21 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   };
 }
 
+/** The verb the request metrics name a request by (once request info is known). */
+function verbOf(ctx: RequestContext): string {
+  return reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']);
+}
+
 /**
  * The secure context the listener gives new connections (Node's tls.Server keeps it as _sharedCreds, and each
  * connection's handle keeps the one it was made with as _secureContext): which client CA bundle verified a handshake.
  */
 function listenerContext(server: unknown): object | undefined {
   return (server as { _sharedCreds?: object })._sharedCreds;
+}
+
+function connectionContext(socket: TLSSocket): object | undefined {
+  return (socket as unknown as { ssl?: { _secureContext?: object } }).ssl?._secureContext;
 }
 
 function auditIDOf(req: { headers: Record<string, string | string[] | undefined> }): string {
@@ -185,7 +194,7 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
   (res as any).writeHead = (...args: any[]) => {
     if (ctx.info?.longRunning && !set.has(res)) {
       set.add(res);
-      longRunningGauge(g.metrics, ctx.info, reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type'])).inc();
+      longRunningGauge(g.metrics, ctx.info, verbOf(ctx)).inc();
     }
     return origWriteHead(...args);
   };
@@ -204,7 +213,7 @@ function countUpgrade(g: Gateway, ctx: RequestContext, socket: Duplex): void {
   captureUpgrade(socket, (c) => {
     code = c;
     if (c === 101 && ctx.info?.longRunning && !socket.destroyed) {
-      open = longRunningGauge(g.metrics, ctx.info, reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']));
+      open = longRunningGauge(g.metrics, ctx.info, verbOf(ctx));
       open.inc();
     }
   });
@@ -213,7 +222,7 @@ function countUpgrade(g: Gateway, ctx: RequestContext, socket: Duplex): void {
     // No answer at all (the client left first), or a request refused before its request info: not counted, as on
     // the HTTP path.
     if (code === 0 || !ctx.info) return;
-    observeRequest(g.metrics, ctx.info, reportedVerb(ctx.info, ctx.req.method ?? 'GET', ctx.req.headers['content-type']), false, code, undefined);
+    observeRequest(g.metrics, ctx.info, verbOf(ctx), false, code, undefined);
   });
 }
 

@@ -59,9 +59,8 @@ export async function checkCollectionDeletion(
   s: DeletionSettings,
   deadline: number,
 ): Promise<Outcome> {
-  const q = listOptions;
   const found = new Found(!namespace);
-  const r = await scanList(up, path, q, as, deadline, (m) => {
+  const r = await scanList(up, path, listOptions, as, deadline, (m) => {
     const label = protectionLabelOf(m.labels, s.rules.labels);
     if (label) found.add(m, label);
     return true;

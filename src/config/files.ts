@@ -5,7 +5,7 @@
 import { X509Certificate, createPrivateKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parse } from 'yaml';
-import { PEM_CERTIFICATE } from '../pki/bundle.js';
+import { certificateBundle } from '../pki/bundle.js';
 import { problem, show, type Walk } from './fields.js';
 
 /** The file's text, or undefined with a problem saying why it cannot be read. */
@@ -22,22 +22,12 @@ export function readText(w: Walk, path: string, file: string): string | undefine
 export function checkCertificates(w: Walk, path: string, file: string): X509Certificate | undefined {
   const pem = readText(w, path, file);
   if (pem === undefined) return undefined;
-  const blocks = pem.match(PEM_CERTIFICATE) ?? [];
-  if (blocks.length === 0) {
-    problem(w, path, `${show(file)} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
+  try {
+    return certificateBundle(pem, show(file))[0];
+  } catch (err) {
+    problem(w, path, (err as Error).message);
     return undefined;
   }
-  let first: X509Certificate | undefined;
-  for (let i = 0; i < blocks.length; i++) {
-    try {
-      const c = new X509Certificate(blocks[i]!);
-      first ??= c;
-    } catch (err) {
-      problem(w, path, `certificate ${i + 1} in ${show(file)} does not parse: ${(err as Error).message}`);
-      return undefined;
-    }
-  }
-  return first;
 }
 
 /** A PEM CRL file; whether its signature verifies against the client CA is checked when the gateway loads it. */

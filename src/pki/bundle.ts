@@ -4,17 +4,20 @@
 import { X509Certificate } from 'node:crypto';
 
 /** A PEM certificate block; kube's files and `fleetgate certs` write only this label. */
-export const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
+const PEM_CERTIFICATE = /-----BEGIN CERTIFICATE-----[\s\S]*?-----END CERTIFICATE-----/g;
 
-/** Every certificate of a PEM bundle, in order; throws naming the first block that does not parse, or when there is none. */
-export function certificateBundle(pem: string | Buffer): X509Certificate[] {
+/**
+ * Every certificate of a PEM bundle, in order; throws naming the first block that does not parse, or when there is
+ * none. `name` says which bundle in the messages (a file's name, quoted).
+ */
+export function certificateBundle(pem: string | Buffer, name: string): X509Certificate[] {
   const blocks = String(pem).match(PEM_CERTIFICATE) ?? [];
-  if (blocks.length === 0) throw new Error('the bundle holds no PEM certificate (-----BEGIN CERTIFICATE-----)');
+  if (blocks.length === 0) throw new Error(`${name} holds no PEM certificate (-----BEGIN CERTIFICATE-----)`);
   return blocks.map((b, i) => {
     try {
       return new X509Certificate(b);
     } catch (err) {
-      throw new Error(`certificate ${i + 1} of the bundle does not parse: ${(err as Error).message}`);
+      throw new Error(`certificate ${i + 1} in ${name} does not parse: ${(err as Error).message}`);
     }
   });
 }

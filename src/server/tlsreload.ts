@@ -48,14 +48,7 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
     if (!leaf.checkPrivateKey(createPrivateKey(key))) throw new Error(`${tls.keyFile} is not the key of ${tls.certFile}`);
     // Every block, where OpenSSL stops quietly at the first it cannot read: the authenticator must trust exactly
     // what the listener does, so a bundle with a broken block is refused whole.
-    let clientCAs: X509Certificate[] = [];
-    if (ca) {
-      try {
-        clientCAs = certificateBundle(ca);
-      } catch (err) {
-        throw new Error(`${tls.clientCAFile}: ${(err as Error).message}`);
-      }
-    }
+    const clientCAs = ca ? certificateBundle(ca, JSON.stringify(tls.clientCAFile)) : [];
     expiry.set(Date.parse(leaf.validTo) / 1000);
     // The listener gets the certificates as parsed here, so that it trusts exactly what the authenticator checks.
     const caPems = clientCAs.map((c) => c.toString());

@@ -4,7 +4,8 @@
 // the health endpoints answer anyone, so probes need no credentials.
 
 import { newUnauthorized } from '../api/status.js';
-import type { Attributes, Decision } from '../api/user.js';
+import type { Attributes, Decision, UserInfo } from '../api/user.js';
+import { observeAuthentication, type ApiserverMetrics } from '../metrics/apiserver.js';
 import type { Step } from '../server/chain.js';
 import { anonymousUser, type Authenticator } from './index.js';
 import { authorizeImpersonation, impersonationHeadersOf, requestedImpersonation } from './impersonation.js';
@@ -16,20 +17,42 @@ export interface AuthenticationOptions {
   sar: (attrs: Attributes) => Promise<Decision>;
   /** Non-resource paths any caller may reach (health probes). */
   publicPaths: (path: string) => boolean;
+  /** authentication_attempts and its kin, as kube-apiserver's authentication filter records them. */
+  metrics?: ApiserverMetrics;
 }
 
 export function authenticationStep(o: AuthenticationOptions): Step {
+  const m = o.metrics;
   return async (ctx, next) => {
-    let user = await o.authenticator.authenticate(ctx.req);
+    const started = m ? performance.now() : 0;
+    let user: UserInfo | null;
+    try {
+      user = await o.authenticator.authenticate(ctx.req);
+    } catch (e) {
+      // A credential was presented and none was good.
+      ctx.refusedByFilter = true;
+      if (m) observeAuthentication(m, 'error', (performance.now() - started) / 1000);
+      throw e;
+    }
     if (!user) {
-      if (!o.anonymous && !(!ctx.info.isResourceRequest && o.publicPaths(ctx.url.pathname))) throw newUnauthorized();
+      if (!o.anonymous && !(!ctx.info.isResourceRequest && o.publicPaths(ctx.url.pathname))) {
+        ctx.refusedByFilter = true;
+        if (m) observeAuthentication(m, 'failure', (performance.now() - started) / 1000);
+        throw newUnauthorized();
+      }
       user = anonymousUser();
     }
+    if (m) observeAuthentication(m, 'success', (performance.now() - started) / 1000, user.username);
     const headers = impersonationHeadersOf(ctx.req);
     const wanted = headers ? requestedImpersonation(headers) : null;
     if (wanted) {
       ctx.impersonator = user;
-      ctx.user = await authorizeImpersonation(user, wanted, o.sar);
+      try {
+        ctx.user = await authorizeImpersonation(user, wanted, o.sar);
+      } catch (e) {
+        ctx.refusedByFilter = true;
+        throw e;
+      }
     } else {
       ctx.user = user;
     }

@@ -2,13 +2,41 @@
 // reads served from the member cache are decided here, before flow control has let them run and before routing
 // serves them: the authorizer answers which member clusters the caller may read, or refuses with kube's 403.
 
+import { isStatusError } from '../api/status.js';
+import { observeAuthorization, type ApiserverMetrics } from '../metrics/apiserver.js';
 import type { CachedReadAuthorizer } from './cachedreads.js';
 import type { RequestContext } from '../server/context.js';
 import type { Step } from '../server/chain.js';
 
-export function authorizationStep(o: { authorizeCachedRead: CachedReadAuthorizer; servedFromCache: (ctx: RequestContext) => boolean }): Step {
+export interface AuthorizationOptions {
+  authorizeCachedRead: CachedReadAuthorizer;
+  servedFromCache: (ctx: RequestContext) => boolean;
+  /** authorization_attempts_total and authorization_duration_seconds, for the decisions made here. */
+  metrics?: ApiserverMetrics;
+}
+
+export function authorizationStep(o: AuthorizationOptions): Step {
   return async (ctx, next) => {
-    if (o.servedFromCache(ctx)) ctx.allowedClusters = await o.authorizeCachedRead(ctx);
+    if (o.servedFromCache(ctx)) ctx.allowedClusters = await authorized(ctx, o.metrics, () => o.authorizeCachedRead(ctx));
     await next();
   };
+}
+
+/**
+ * An authorization the gateway makes (here, and for /metrics at routing): decide resolves when allowed and throws the
+ * refusal (403) or the failure. Recorded in authorization_attempts_total and authorization_duration_seconds; a
+ * request refused is left out of the request metrics, as kube-apiserver's authorization filter leaves it.
+ */
+export async function authorized<T>(ctx: RequestContext, m: ApiserverMetrics | undefined, decide: () => Promise<T>): Promise<T> {
+  const started = m ? performance.now() : 0;
+  let result: T;
+  try {
+    result = await decide();
+  } catch (e) {
+    ctx.refusedByFilter = true;
+    if (m) observeAuthorization(m, isStatusError(e) && e.status.code === 403 ? 'denied' : 'error', (performance.now() - started) / 1000);
+    throw e;
+  }
+  if (m) observeAuthorization(m, 'allowed', (performance.now() - started) / 1000);
+  return result;
 }

@@ -31,14 +31,14 @@ export function buildChain(g: Gateway): (ctx: RequestContext) => Promise<void> {
     requestInfoStep({ deadlineMs: timeoutMs }),
     // Failed authentications are audited too (one ResponseComplete for every request).
     auditAuthenticationFailuresStep(g.auditor),
-    authenticationStep({ authenticator: g.authenticator, anonymous: g.config.authentication.anonymous.enabled, sar: g.sar, publicPaths: isHealthPath }),
+    authenticationStep({ authenticator: g.authenticator, anonymous: g.config.authentication.anonymous.enabled, sar: g.sar, publicPaths: isHealthPath, metrics: g.metrics }),
     auditStep(g.auditor),
     ...(g.flowControl ? [flowControlStep(g.flowControl, { estimateObjects: (ctx) => estimateCachedObjects(g, ctx), requestWaitLimitMs: timeoutMs / 4 })] : []),
     // Requests executing, as kube-apiserver counts them past its flow control (apiserver_current_inflight_requests).
     g.inflight.step,
     // Authorization: forwarded requests are decided by the upstream's RBAC through impersonation; reads served
     // from the member cache are decided here.
-    authorizationStep({ authorizeCachedRead: g.authorizeCachedRead, servedFromCache: (ctx) => servedFromCache(g, ctx) }),
+    authorizationStep({ authorizeCachedRead: g.authorizeCachedRead, servedFromCache: (ctx) => servedFromCache(g, ctx), metrics: g.metrics }),
     admissionStep({
       upstreamFor: (ctx) => upstreamFor(g, ctx),
       rules: g.admissionRules,

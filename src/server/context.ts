@@ -33,5 +33,12 @@ export interface RequestContext {
   allowedClusters?: (cluster: string) => boolean;
   /** Set for HTTP/1.1 upgrade requests (exec, attach, port-forward): res is unused, routing tunnels the socket. */
   upgrade?: { socket: Duplex; head: Buffer };
+  /**
+   * Set when authentication or authorization refused the request. kube-apiserver's filters answer those before its
+   * instrumented handlers, so apiserver_request_total and apiserver_request_duration_seconds leave them out (they are
+   * in authentication_attempts and authorization_attempts_total); here that also keeps callers who cannot
+   * authenticate from adding label sets with made-up paths.
+   */
+  refusedByFilter?: boolean;
   log: Logger;
 }

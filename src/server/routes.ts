@@ -5,6 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import { newBadRequest, newForbiddenAttributes, newNotFound } from '../api/status.js';
 import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
+import { authorized } from '../authz/filter.js';
 import { checkBodySyntax, readBody } from '../request/body.js';
 import { targetPath } from '../request/filter.js';
 import { forwardDiscovery, isDiscoveryPath, newResourceNotFound, rejectNotExposed } from '../upstream/discovery.js';
@@ -179,8 +180,10 @@ async function serveMetrics(g: Gateway, ctx: RequestContext): Promise<void> {
     subresource: '',
     name: '',
   };
-  const d = await g.sar(attrs);
-  if (!d.allowed) throw newForbiddenAttributes(attrs, d.reason);
+  await authorized(ctx, g.metrics, async () => {
+    const d = await g.sar(attrs);
+    if (!d.allowed) throw newForbiddenAttributes(attrs, d.reason);
+  });
   const text = await g.metrics.registry.metrics();
   ctx.res.writeHead(200, { 'Content-Type': g.metrics.registry.contentType });
   ctx.res.end(text);

@@ -75,7 +75,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       const verb = verbOf(ctx);
       const dryRun = ctx.url.search !== '' && ctx.url.searchParams.getAll('dryRun').includes('All');
       const longRunningRequest = ctx.info.longRunning;
-      observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest ? undefined : Number(process.hrtime.bigint() - started) / 1e9);
+      if (!ctx.refusedByFilter) observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest ? undefined : Number(process.hrtime.bigint() - started) / 1e9);
       // Counted once its answer started (withLongRunningTracking): one that ended before that was never counted.
       if (longRunningRequest && longRunning.delete(res)) longRunningGauge(g.metrics, ctx.info, verb).dec();
       if (log.isLevelEnabled('debug')) ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
@@ -192,7 +192,7 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
   const res = ctx.res;
   const origWriteHead = res.writeHead.bind(res) as (...a: any[]) => any;
   (res as any).writeHead = (...args: any[]) => {
-    if (ctx.info?.longRunning && !set.has(res)) {
+    if (ctx.info?.longRunning && !ctx.refusedByFilter && !set.has(res)) {
       set.add(res);
       longRunningGauge(g.metrics, ctx.info, verbOf(ctx)).inc();
     }
@@ -219,9 +219,9 @@ function countUpgrade(g: Gateway, ctx: RequestContext, socket: Duplex): void {
   });
   socket.once('close', () => {
     open?.dec();
-    // No answer at all (the client left first), or a request refused before its request info: not counted, as on
-    // the HTTP path.
-    if (code === 0 || !ctx.info) return;
+    // No answer at all (the client left first), a request refused before its request info, or by authentication or
+    // authorization: not counted, as on the HTTP path.
+    if (code === 0 || !ctx.info || ctx.refusedByFilter) return;
     observeRequest(g.metrics, ctx.info, verbOf(ctx), false, code, undefined);
   });
 }
@@ -267,6 +267,7 @@ class Context implements RequestContext {
   body?: Buffer = undefined;
   allowedClusters?: (cluster: string) => boolean = undefined;
   upgrade?: { socket: Duplex; head: Buffer } = undefined;
+  refusedByFilter?: boolean = undefined;
   #base: Logger;
   #logger: Logger | undefined = undefined;
   #named = false; // #logger carries the user

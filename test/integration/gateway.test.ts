@@ -219,6 +219,35 @@ describe('streams and metrics', () => {
     expect(no.json().message).toBe('forbidden: User "alice" cannot get path "/metrics"');
   });
 
+  it("counts authentication and authorization as kube-apiserver's filters do, and leaves their refusals out of the request metrics", async () => {
+    const scrape = async () => (await call(adminEp, 'GET', '/metrics')).text;
+    const value = (text: string, series: string) => Number(text.split('\n').find((l) => l.startsWith(series + ' '))?.slice(series.length + 1) ?? 0);
+    const before = await scrape();
+    // No credential at all, anonymous access off: failure. A certificate of an unknown CA: error.
+    const anon = { url: gw.url, caPem: gw.servingCA.certPem };
+    const rogue = await issueClientCert(await createCA('rogue-metrics'), 'admin', ['system:masters']);
+    for (let i = 0; i < 3; i++) expect((await call(anon, 'GET', `/apis/made-up-${i}.example.com/v1/things`)).status).toBe(401);
+    expect((await call({ ...anon, certPem: rogue.certPem, keyPem: rogue.keyPem }, 'GET', '/apis/made-up-rogue.example.com/v1/things')).status).toBe(401);
+    // alice is authenticated, then refused /metrics by the gateway's own authorization.
+    expect((await call(aliceEp, 'GET', '/metrics')).status).toBe(403);
+    const after = await scrape();
+
+    expect(value(after, 'authentication_attempts{result="failure"}') - value(before, 'authentication_attempts{result="failure"}')).toBe(3);
+    expect(value(after, 'authentication_attempts{result="error"}') - value(before, 'authentication_attempts{result="error"}')).toBe(1);
+    // alice's success and the second scrape's, by kind of name: admin is one of kube's well-known names, alice is other.
+    expect(value(after, 'authenticated_user_requests{username="other"}') - value(before, 'authenticated_user_requests{username="other"}')).toBe(1);
+    expect(value(after, 'authenticated_user_requests{username="admin"}') - value(before, 'authenticated_user_requests{username="admin"}')).toBe(1);
+    expect(value(after, 'authentication_duration_seconds_count{result="failure"}') - value(before, 'authentication_duration_seconds_count{result="failure"}')).toBe(3);
+    expect(value(after, 'authorization_attempts_total{result="denied"}') - value(before, 'authorization_attempts_total{result="denied"}')).toBe(1);
+    expect(value(after, 'authorization_attempts_total{result="allowed"}') - value(before, 'authorization_attempts_total{result="allowed"}')).toBe(1);
+    // The refused requests added no request series: a caller who cannot authenticate cannot grow them.
+    expect(after).not.toContain('made-up-');
+    expect(after).not.toMatch(/apiserver_request_total\{[^}]*code="401"/);
+    expect(value(after, 'apiserver_request_total{verb="GET",dry_run="",group="",version="",resource="",subresource="",scope="",component="apiserver",code="403"}')).toBe(
+      value(before, 'apiserver_request_total{verb="GET",dry_run="",group="",version="",resource="",subresource="",scope="",component="apiserver",code="403"}'),
+    );
+  });
+
   it('echoes Audit-ID', async () => {
     const r = await call(adminEp, 'GET', '/api/v1/namespaces', { headers: { 'Audit-ID': 'my-audit-id-1' } });
     expect(r.headers['audit-id']).toBe('my-audit-id-1');

@@ -2,7 +2,12 @@
 // resource names must not add series without end.
 
 import { describe, expect, it } from 'vitest';
-import { newApiserverMetrics, observeRequest, REQUEST_SERIES_LIMIT, REQUEST_DURATION_SERIES_LIMIT } from '../../src/metrics/apiserver.js';
+import { newForbidden } from '../../src/api/status.js';
+import { authenticationStep } from '../../src/authn/filter.js';
+import type { Authenticator } from '../../src/authn/index.js';
+import { authorizationStep } from '../../src/authz/filter.js';
+import { compressUsername, newApiserverMetrics, observeAuthentication, observeAuthorization, observeRequest, REQUEST_SERIES_LIMIT, REQUEST_DURATION_SERIES_LIMIT } from '../../src/metrics/apiserver.js';
+import type { RequestContext } from '../../src/server/context.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
 
 describe('apiserver request metrics', () => {
@@ -33,4 +38,63 @@ describe('apiserver request metrics', () => {
     const scrape = await m.registry.metrics();
     expect(scrape.length).toBeLessThan(40 * 1024 * 1024);
   }, 60_000);
+});
+
+describe('authentication and authorization metrics', () => {
+  it("name users by kube-apiserver's categories only", () => {
+    expect(compressUsername('kubelet')).toBe('kubelet');
+    expect(compressUsername('system:serviceaccount:kube-system:default')).toBe('system:serviceaccount:kube-system:default');
+    expect(compressUsername('jane@example.com')).toBe('email_id');
+    expect(compressUsername('system:anonymous')).toBe('other');
+    expect(compressUsername('system:serviceaccount:payments:deployer')).toBe('other');
+  });
+
+  it('record results with the exponential buckets of kube-apiserver (1 ms doubling, 15 of them)', async () => {
+    const m = newApiserverMetrics();
+    observeAuthentication(m, 'success', 0.0015, 'jane@example.com');
+    observeAuthentication(m, 'error', 0.02);
+    observeAuthorization(m, 'denied', 0.003);
+    const text = await m.registry.metrics();
+    expect(text).toContain('authentication_attempts{result="success"} 1');
+    expect(text).toContain('authentication_attempts{result="error"} 1');
+    expect(text).toContain('authenticated_user_requests{username="email_id"} 1');
+    expect(text).not.toContain('jane');
+    expect(text).toContain('authentication_duration_seconds_bucket{le="0.002",result="success"} 1');
+    expect(text).toContain('authentication_duration_seconds_bucket{le="16.384",result="error"} 1');
+    expect(text).toContain('authorization_attempts_total{result="denied"} 1');
+    expect(text).toContain('authorization_duration_seconds_bucket{le="0.004",result="denied"} 1');
+  });
+});
+
+describe('the authentication and authorization steps', () => {
+  const ctxFor = (path: string) =>
+    ({ req: { headers: {} }, url: new URL(path, 'https://x'), info: newRequestInfo('GET', path, new URLSearchParams()) }) as unknown as RequestContext;
+
+  it('mark a request they refuse, so that the request metrics leave it out', async () => {
+    const m = newApiserverMetrics();
+    const authenticator = { authenticate: async () => null } as unknown as Authenticator;
+    const authn = authenticationStep({ authenticator, anonymous: false, sar: async () => ({ allowed: true, reason: '' }), publicPaths: () => false, metrics: m });
+    const refused = ctxFor('/api/v1/pods');
+    await expect(authn(refused, async () => {})).rejects.toMatchObject({ status: { code: 401 } });
+    expect(refused.refusedByFilter).toBe(true);
+
+    const authz = authorizationStep({
+      authorizeCachedRead: async () => {
+        throw newForbidden({ group: '', resource: 'pods' }, '', 'no');
+      },
+      servedFromCache: () => true,
+      metrics: m,
+    });
+    const denied = ctxFor('/api/v1/pods');
+    await expect(authz(denied, async () => {})).rejects.toMatchObject({ status: { code: 403 } });
+    expect(denied.refusedByFilter).toBe(true);
+
+    const allowed = ctxFor('/api/v1/pods');
+    await authorizationStep({ authorizeCachedRead: async () => undefined, servedFromCache: () => true, metrics: m })(allowed, async () => {});
+    expect(allowed.refusedByFilter).toBeUndefined();
+    const text = await m.registry.metrics();
+    expect(text).toContain('authentication_attempts{result="failure"} 1');
+    expect(text).toContain('authorization_attempts_total{result="denied"} 1');
+    expect(text).toContain('authorization_attempts_total{result="allowed"} 1');
+  });
 });

@@ -5,7 +5,7 @@
 
 import { newUnauthorized } from '../api/status.js';
 import type { Attributes, Decision, UserInfo } from '../api/user.js';
-import { observeAuthentication, type ApiserverMetrics } from '../metrics/apiserver.js';
+import { authenticationRecorder, type ApiserverMetrics } from '../metrics/apiserver.js';
 import type { Step } from '../server/chain.js';
 import { anonymousUser, type Authenticator } from './index.js';
 import { authorizeImpersonation, impersonationHeadersOf, requestedImpersonation } from './impersonation.js';
@@ -22,27 +22,27 @@ export interface AuthenticationOptions {
 }
 
 export function authenticationStep(o: AuthenticationOptions): Step {
-  const m = o.metrics;
+  const record = o.metrics && authenticationRecorder(o.metrics);
   return async (ctx, next) => {
-    const started = m ? performance.now() : 0;
+    const started = record ? performance.now() : 0;
     let user: UserInfo | null;
     try {
       user = await o.authenticator.authenticate(ctx.req);
     } catch (e) {
       // A credential was presented and none was good.
       ctx.refusedByFilter = true;
-      if (m) observeAuthentication(m, 'error', (performance.now() - started) / 1000);
+      if (record) record('error', (performance.now() - started) / 1000);
       throw e;
     }
     if (!user) {
       if (!o.anonymous && !(!ctx.info.isResourceRequest && o.publicPaths(ctx.url.pathname))) {
         ctx.refusedByFilter = true;
-        if (m) observeAuthentication(m, 'failure', (performance.now() - started) / 1000);
+        if (record) record('failure', (performance.now() - started) / 1000);
         throw newUnauthorized();
       }
       user = anonymousUser();
     }
-    if (m) observeAuthentication(m, 'success', (performance.now() - started) / 1000, user.username);
+    if (record) record('success', (performance.now() - started) / 1000, user.username);
     const headers = impersonationHeadersOf(ctx.req);
     const wanted = headers ? requestedImpersonation(headers) : null;
     if (wanted) {

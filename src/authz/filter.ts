@@ -3,7 +3,7 @@
 // serves them: the authorizer answers which member clusters the caller may read, or refuses with kube's 403.
 
 import { isStatusError } from '../api/status.js';
-import { observeAuthorization, type ApiserverMetrics } from '../metrics/apiserver.js';
+import { authorizationRecorder, type ApiserverMetrics } from '../metrics/apiserver.js';
 import type { CachedReadAuthorizer } from './cachedreads.js';
 import type { RequestContext } from '../server/context.js';
 import type { Step } from '../server/chain.js';
@@ -28,15 +28,16 @@ export function authorizationStep(o: AuthorizationOptions): Step {
  * request refused is left out of the request metrics, as kube-apiserver's authorization filter leaves it.
  */
 export async function authorized<T>(ctx: RequestContext, m: ApiserverMetrics | undefined, decide: () => Promise<T>): Promise<T> {
-  const started = m ? performance.now() : 0;
+  const record = m && authorizationRecorder(m);
+  const started = record ? performance.now() : 0;
   let result: T;
   try {
     result = await decide();
   } catch (e) {
     ctx.refusedByFilter = true;
-    if (m) observeAuthorization(m, isStatusError(e) && e.status.code === 403 ? 'denied' : 'error', (performance.now() - started) / 1000);
+    if (record) record(isStatusError(e) && e.status.code === 403 ? 'denied' : 'error', (performance.now() - started) / 1000);
     throw e;
   }
-  if (m) observeAuthorization(m, 'allowed', (performance.now() - started) / 1000);
+  if (record) record('allowed', (performance.now() - started) / 1000);
   return result;
 }

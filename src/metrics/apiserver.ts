@@ -3,7 +3,7 @@
 
 import { Registry, collectDefaultMetrics } from 'prom-client';
 import type { RequestInfo } from '../request/requestinfo.js';
-import { CounterVec, GaugeVec, HistogramVec } from './vec.js';
+import { CounterVec, GaugeVec, HistogramVec, type CounterChild } from './vec.js';
 
 const COMPONENT = 'apiserver';
 const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
@@ -108,11 +108,34 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
  */
 export type AuthenticationResult = 'success' | 'failure' | 'error';
 
-/** Records an authentication: its result and time, and for a success who, by the kind of name only. */
-export function observeAuthentication(m: ApiserverMetrics, result: AuthenticationResult, seconds: number, username?: string): void {
-  if (result === 'success') m.authenticatedUserRequests.labels(compressUsername(username ?? '')).inc();
-  m.authenticationAttempts.labels(result).inc();
-  m.authenticationDuration.labels(result).observe(seconds);
+/**
+ * Records authentications: each one's result and time, and for a success who, by the kind of name only. Its series
+ * are bound once, here: it runs for every request.
+ */
+export function authenticationRecorder(m: ApiserverMetrics): AuthenticationRecorder {
+  let r = authenticationRecorders.get(m);
+  if (r === undefined) authenticationRecorders.set(m, (r = newAuthenticationRecorder(m)));
+  return r;
+}
+
+export type AuthenticationRecorder = (result: AuthenticationResult, seconds: number, username?: string) => void;
+const authenticationRecorders = new WeakMap<ApiserverMetrics, AuthenticationRecorder>();
+
+function newAuthenticationRecorder(m: ApiserverMetrics): AuthenticationRecorder {
+  const attempts = { success: m.authenticationAttempts.labels('success'), failure: m.authenticationAttempts.labels('failure'), error: m.authenticationAttempts.labels('error') };
+  const durations = { success: m.authenticationDuration.labels('success'), failure: m.authenticationDuration.labels('failure'), error: m.authenticationDuration.labels('error') };
+  // Seven kinds of name at most (compressUsername).
+  const users = new Map<string, CounterChild>();
+  return (result, seconds, username = '') => {
+    if (result === 'success') {
+      const kind = compressUsername(username);
+      let c = users.get(kind);
+      if (c === undefined) users.set(kind, (c = m.authenticatedUserRequests.labels(kind)));
+      c.inc();
+    }
+    attempts[result].inc();
+    durations[result].observe(seconds);
+  };
 }
 
 /**
@@ -132,12 +155,28 @@ export function compressUsername(username: string): string {
   }
 }
 
-/** What an authorization came to (kube's labels; the gateway's authorizers give no 'no-opinion'). */
-export type AuthorizationResult = 'allowed' | 'denied' | 'no-opinion' | 'error';
+/** What an authorization came to, by kube's labels (the gateway's authorizers always decide: no 'no-opinion'). */
+export type AuthorizationResult = 'allowed' | 'denied' | 'error';
 
-export function observeAuthorization(m: ApiserverMetrics, result: AuthorizationResult, seconds: number): void {
-  m.authorizationAttempts.labels(result).inc();
-  m.authorizationDuration.labels(result).observe(seconds);
+/** Records authorizations, as authenticationRecorder records authentications. */
+export function authorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
+  let r = authorizationRecorders.get(m);
+  if (r === undefined) authorizationRecorders.set(m, (r = newAuthorizationRecorder(m)));
+  return r;
+}
+
+export type AuthorizationRecorder = (result: AuthorizationResult, seconds: number) => void;
+const authorizationRecorders = new WeakMap<ApiserverMetrics, AuthorizationRecorder>();
+
+function newAuthorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
+  const a = m.authorizationAttempts;
+  const d = m.authorizationDuration;
+  const attempts = { allowed: a.labels('allowed'), denied: a.labels('denied'), error: a.labels('error') };
+  const durations = { allowed: d.labels('allowed'), denied: d.labels('denied'), error: d.labels('error') };
+  return (result, seconds) => {
+    attempts[result].inc();
+    durations[result].observe(seconds);
+  };
 }
 
 /** The verb label: kube's "reported verb" (LIST, WATCH, APPLY, CONNECT ... or the HTTP method). */

@@ -202,10 +202,13 @@ function withLongRunningTracking(ctx: RequestContext, g: Gateway, set: Set<Respo
 }
 
 /**
- * An upgraded request in apiserver_request_total by the code of its answer (101 when the upgrade happened: exec,
- * attach and port-forward as CONNECT, a WebSocket watch as WATCH), counted when the connection closes, and in
- * apiserver_longrunning_requests while an upgraded one is open, as kube-apiserver counts them. Whoever answers
- * (this gateway, or the upstream through a tunnel), the code is read off the first bytes written to the client.
+ * An upgraded request in apiserver_request_total (exec, attach and port-forward as CONNECT, a WebSocket watch as
+ * WATCH), counted when the connection closes, and in apiserver_longrunning_requests while an upgraded one is open, as
+ * kube-apiserver counts them. Whoever answers (this gateway, or the upstream through a tunnel), the code is read off
+ * the first bytes written to the client. An upgrade that happened is code "0": kube-apiserver writes its 101 on the
+ * hijacked connection, past the response writer its metrics watch (a WebSocket watch of a real kube-apiserver v1.34.4,
+ * closed by its client, is apiserver_request_total{verb="WATCH",code="0"}); an answer that refused the upgrade goes
+ * through that writer and keeps its code.
  */
 function countUpgrade(g: Gateway, ctx: RequestContext, socket: Duplex): void {
   let code = 0;
@@ -222,7 +225,7 @@ function countUpgrade(g: Gateway, ctx: RequestContext, socket: Duplex): void {
     // No answer at all (the client left first), a request refused before its request info, or by authentication or
     // authorization: not counted, as on the HTTP path.
     if (code === 0 || !ctx.info || ctx.refusedByFilter) return;
-    observeRequest(g.metrics, ctx.info, verbOf(ctx), false, code, undefined);
+    observeRequest(g.metrics, ctx.info, verbOf(ctx), false, code === 101 ? 0 : code, undefined);
   });
 }
 

@@ -3,6 +3,7 @@
 // rules in src/api it uses) is what gets fixed.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import WebSocket from 'ws';
 import type { UserInfo } from '../../src/api/user.js';
 import { attributesOf } from '../../src/authz/cachedreads.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
@@ -334,5 +335,27 @@ describe.skipIf(!requireGo())('the sim answers like a real kube-apiserver', () =
     });
     expect(reviews[0].map((d) => d.allowed)).toEqual([true, false]);
     expect(reviews[1].map((d) => d.allowed)).toEqual(reviews[0].map((d) => d.allowed));
+  });
+
+  it('an upgraded request is counted as the gateway counts one: a WebSocket watch of the real kube-apiserver is code "0" in apiserver_request_total', async () => {
+    // src/server/server.ts countUpgrade counts a WebSocket watch it served, and an exec it tunnelled, with code "0",
+    // because this is what kube-apiserver does: its 101 goes out on the hijacked connection.
+    const r = real.members[0];
+    const metric = async () => {
+      const text = (await call(r.endpoint, 'GET', '/metrics')).text;
+      const line = text.split('\n').find((l) => l.startsWith('apiserver_request_total{') && l.includes('resource="configmaps"') && l.includes('verb="WATCH"') && l.includes('code="0"') && l.includes('scope="namespace"'));
+      return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+    };
+    const before = await metric();
+    await new Promise<void>((resolve, reject) => {
+      // kube-apiserver's WebSocket handshake refuses a request without an Origin (golang.org/x/net/websocket).
+      const ws = new WebSocket(`${r.url.replace('https://', 'wss://')}/api/v1/namespaces/${NS}/configmaps?watch=1`, { ca: r.caPem, headers: { Authorization: `Bearer ${r.adminToken}`, Origin: 'https://fleetgate.test' } });
+      ws.once('open', () => ws.close());
+      ws.once('close', () => resolve());
+      ws.once('error', reject);
+    });
+    let after = await metric();
+    for (const until = Date.now() + 10_000; after === before && Date.now() < until; after = await metric()) await new Promise((res) => setTimeout(res, 100));
+    expect(after).toBe(before + 1);
   });
 });

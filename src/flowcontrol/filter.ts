@@ -161,6 +161,7 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
         return;
       }
       if (d !== 'execute') return tooManyRequests(ctx, ctl.retryAfter.retryAfter(c.flow.pl.name));
+      ctx.queueWaitSeconds = (t.executeStart - t.arrival) / 1000;
     }
     if (isWatch) initialEventsPending.set(ctx, () => release(ctl, t));
     try {

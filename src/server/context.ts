@@ -40,5 +40,7 @@ export interface RequestContext {
    * authenticate from adding label sets with made-up paths.
    */
   refusedByFilter?: boolean;
+  /** Seconds the request waited in a flow-control queue before it executed (apiserver_request_sli_duration_seconds leaves them out). */
+  queueWaitSeconds?: number;
   log: Logger;
 }

@@ -198,9 +198,13 @@ describe('flow control step', () => {
     expect(third.res.headers['x-content-type-options']).toBe('nosniff');
     expect(third.res.headers['audit-id']).toBe('audit-1');
     expect(third.res.headers['x-kubernetes-pf-flowschema-uid']).toBe(stableUID('FlowSchema/people'));
+    await new Promise((r) => setTimeout(r, 20));
     gate.resolve();
     await Promise.all([running, ...queued]);
     expect(order).toEqual([0, 1]);
+    // The wait is kept for apiserver_request_sli_duration_seconds, which leaves it out.
+    expect(first.queueWaitSeconds).toBeUndefined();
+    expect(waiting[0]!.queueWaitSeconds).toBeGreaterThanOrEqual(0.015);
     const text = await registry.metrics();
     expect(text).toContain('apiserver_flowcontrol_rejected_requests_total{priority_level="people",flow_schema="people",reason="queue-full"} 1');
     expect(text).toMatch(/apiserver_flowcontrol_dispatched_requests_total\{priority_level="people",flow_schema="people"\} \d+/);

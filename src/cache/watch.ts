@@ -41,9 +41,17 @@ const PRE_TIMEOUT_BOOKMARK_MS = 2000;
 export interface ActiveWatch {
   /** Ends the stream cleanly (graceful shutdown). */
   stop(): void;
-  /** Resolves when the stream is over, for whatever reason. */
-  done: Promise<void>;
+  /** Resolves when the stream is over, with why. */
+  done: Promise<WatchEnd>;
 }
+
+/**
+ * Why a watch ended. unresponsive: its client did not keep up (its unsent bytes passed maxBufferedBytes, or changes
+ * outran it while it read its initial events), as kube-apiserver's cacher ends a watcher whose buffer is full
+ * (apiserver_terminated_watchers_total); closed: the client left; timeout: its timeoutSeconds; stopped: stop();
+ * error: it could not start (a resourceVersion too old) or its backlog failed.
+ */
+export type WatchEnd = 'unresponsive' | 'closed' | 'timeout' | 'stopped' | 'error';
 
 /** Starts a watch on res; the response is ended by the watch itself. */
 export function serveWatch(
@@ -61,8 +69,8 @@ export function serveWatch(
   const enc = encoderFor(target, form, store);
 
   let finished = false;
-  let resolveDone!: () => void;
-  const done = new Promise<void>((r) => (resolveDone = r));
+  let resolveDone!: (why: WatchEnd) => void;
+  const done = new Promise<WatchEnd>((r) => (resolveDone = r));
   const timers: NodeJS.Timeout[] = [];
   let unsubscribe = (): void => {};
   let lastRV = 0;
@@ -118,31 +126,32 @@ export function serveWatch(
     res.uncork();
   };
 
-  const finish = () => {
+  const finish = (why: WatchEnd) => {
     if (finished) return;
     finished = true;
     unsubscribe();
     for (const t of timers) clearTimeout(t);
     flush();
     if (!res.writableEnded) res.end();
-    resolveDone();
+    resolveDone(why);
   };
+  const stop = () => finish('stopped');
   res.on('close', () => {
     closed = true;
-    finish();
+    finish('closed');
   });
 
   const write = (buf: Buffer | string): void => {
     if (finished) return;
     if (!live) {
       res.write(buf);
-      if (res.writableLength > settings.maxBufferedBytes) finish();
+      if (res.writableLength > settings.maxBufferedBytes) finish('unresponsive');
       return;
     }
     const b = typeof buf === 'string' ? Buffer.from(buf) : buf;
     if (queued.push(b) === 1) flushSoon(flush);
     queuedBytes += b.length;
-    if (res.writableLength + queuedBytes > settings.maxBufferedBytes) finish();
+    if (res.writableLength + queuedBytes > settings.maxBufferedBytes) finish('unresponsive');
   };
 
   /** The bytes of ev for this watcher, if its selection sees ev at all. */
@@ -174,7 +183,7 @@ export function serveWatch(
       if (b) write(b);
     } else if (pending.push(ev) > settings.maxPendingEvents) {
       // Changes outran a client still reading its initial events: it starts over, as after any ended watch.
-      finish();
+      finish('unresponsive');
     }
   };
 
@@ -185,8 +194,8 @@ export function serveWatch(
   // would end the watch but its timeout.
   if (connectionGone(res)) {
     closed = true;
-    finish();
-    return { stop: finish, done };
+    finish('closed');
+    return { stop, done };
   }
 
   const rv = opts.resourceVersion;
@@ -218,20 +227,20 @@ export function serveWatch(
     } else {
       write(errorEventFromStatus(toStatus(e)));
     }
-    finish();
-    return { stop: finish, done };
+    finish('error');
+    return { stop, done };
   }
-  if (finished) return { stop: finish, done };
+  if (finished) return { stop, done };
   unsubscribe = store.subscribe(onEvent, triggerFor(opts, target.namespace, store));
   if (initialObjects === undefined && replay === undefined) {
     live = true;
   } else {
-    sendBacklog().catch(() => finish());
+    sendBacklog().catch(() => finish('error'));
   }
 
   // timeoutSeconds=0 means none asked, as in the apiserver's watch handler (clients send it for "no timeout").
   const timeout = Math.min(opts.timeoutSeconds || settings.maxTimeoutSeconds, settings.maxTimeoutSeconds);
-  timers.push(setTimeout(finish, timeout * 1000));
+  timers.push(setTimeout(() => finish('timeout'), timeout * 1000));
   if (opts.allowWatchBookmarks && form.as !== 'table') {
     const bookmark = () => {
       // Not while the backlog is being written: a bookmark says "you have everything up to here".
@@ -246,7 +255,7 @@ export function serveWatch(
     // then starts from now rather than from a bookmark up to a minute old, which the window may no longer hold.
     if (timeout * 1000 - PRE_TIMEOUT_BOOKMARK_MS > 0) timers.push(setTimeout(bookmark, timeout * 1000 - PRE_TIMEOUT_BOOKMARK_MS));
   }
-  return { stop: finish, done };
+  return { stop, done };
 
   async function sendBacklog(): Promise<void> {
     let sliceStart = performance.now();

@@ -35,6 +35,7 @@ export interface ApiserverMetrics {
   requestSliDuration: HistogramVec<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
   inflight: GaugeVec<'request_kind'>;
   longRunning: GaugeVec<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
+  terminatedWatchers: CounterVec<'group' | 'resource'>;
   authenticationAttempts: CounterVec<'result'>;
   authenticationDuration: HistogramVec<'result'>;
   authenticatedUserRequests: CounterVec<'username'>;
@@ -83,6 +84,13 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       help: 'Gauge of all active long-running apiserver requests broken out by verb, group, version, resource, scope and component. Not all requests are tracked this way.',
       labelNames: ['verb', 'group', 'version', 'resource', 'subresource', 'scope', 'component'],
       maxSeries: REQUEST_SERIES_LIMIT,
+      registers: [registry],
+    }),
+    // Label values come from the cache's own views (pods, events), never from a path.
+    terminatedWatchers: new CounterVec({
+      name: 'apiserver_terminated_watchers_total',
+      help: 'Counter of watchers closed due to unresponsiveness broken by resource type.',
+      labelNames: ['group', 'resource'],
       registers: [registry],
     }),
     authenticationAttempts: new CounterVec({ name: 'authentication_attempts', help: 'Counter of authenticated attempts.', labelNames: ['result'], registers: [registry] }),

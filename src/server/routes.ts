@@ -46,7 +46,7 @@ export function routingStep(g: Gateway): Step {
           const why = notWebSocketHandshake(ctx.req as IncomingMessage);
           if (why !== undefined) throw newBadRequest(why);
         }
-        await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, w) });
+        await serveCached(ctx, m.cache, { stale: () => m.caches.stale(), allowedClusters: ctx.allowedClusters, onWatch: (w) => trackWatch(g, ctx, w) });
         // A watch's initial events are written by now: it stops holding flow-control seats.
         if (info.verb === 'watch') markInitialEventsSent(ctx);
         return;
@@ -144,9 +144,14 @@ async function forwardTo(up: Upstream, ctx: RequestContext, g: Gateway): Promise
   await forward(up, ctx.req, ctx.res, ctx.auditID, { impersonate: ctx.user, timeoutMs: remaining(ctx), path, body });
 }
 
-function trackWatch(g: Gateway, w: ActiveWatch): void {
+/** A watch of the cache: ended on shutdown, and counted when it is ended for not keeping up. */
+function trackWatch(g: Gateway, ctx: RequestContext, w: ActiveWatch): void {
   g.watches.add(w);
-  void w.done.then(() => g.watches.delete(w));
+  const { apiGroup, resource } = ctx.info;
+  void w.done.then((why) => {
+    g.watches.delete(w);
+    if (why === 'unresponsive') g.metrics.terminatedWatchers.labels(apiGroup, resource).inc();
+  });
 }
 
 /**

@@ -255,6 +255,32 @@ describe('watching the fleet over WebSocket, as browser dashboards do', () => {
     expect(status.message).toMatch(/^only a WebSocket upgrade serves a watch of pods or events across the fleet/);
   });
 
+  it('ends a watch whose client stopped reading once it is 16 MiB behind, and counts it in apiserver_terminated_watchers_total', async () => {
+    const before = await metricValue('apiserver_terminated_watchers_total', 'group=""', 'resource="pods"');
+    const w = await wsWatch('admin', ['system:masters'], '/api/v1/namespaces/demo/pods?watch=1&labelSelector=app%3Dbulky');
+    await w.opened;
+    // The client reads nothing more: the socket's buffers fill, then the gateway's queue for it.
+    w.ws.pause();
+    const member = demo.fleet.member('member-a').cluster;
+    const pods = member.resourceFor('', 'pods')!;
+    const filler = 'x'.repeat(100 * 1024);
+    const names: string[] = [];
+    try {
+      for (let i = 0; i < 400 && (await metricValue('apiserver_terminated_watchers_total', 'group=""', 'resource="pods"')) === before; i++) {
+        const name = `bulky-${i}`;
+        member.create(pods, 'demo', { apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: 'demo', labels: { app: 'bulky' }, annotations: { filler } }, spec: { nodeName: 'node-1', containers: [{ name: 'c', image: 'registry.example.com/c:1' }] } });
+        names.push(name);
+        if (i % 20 === 19) await new Promise((r) => setTimeout(r, 50));
+      }
+      await until(async () => (await metricValue('apiserver_terminated_watchers_total', 'group=""', 'resource="pods"')) === before + 1, 10_000, 'the watch ended as unresponsive');
+      // The client left behind (~100 KB a pod) was not let past the allowance, with the socket's own buffers.
+      expect(names.length * filler.length).toBeGreaterThan(16 * 1024 * 1024);
+    } finally {
+      w.ws.terminate();
+      for (const name of names) member.delete(pods, 'demo', name);
+    }
+  });
+
   it('is authorized like any cached watch: a user who may not watch those pods gets the 403 instead of a handshake', async () => {
     const w = await wsWatch('alice', ['dev'], '/api/v1/namespaces/kube-system/pods?watch=1');
     const end = await w.ended;

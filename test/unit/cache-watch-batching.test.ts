@@ -5,6 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { MergedCache } from '../../src/cache/merged.js';
 import { serveCached } from '../../src/cache/serve.js';
+import type { ActiveWatch } from '../../src/cache/watch.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
 import type { RequestContext } from '../../src/server/context.js';
 import { FakeResponse } from '../support/fakeresponse.js';
@@ -72,5 +73,33 @@ describe('watch writes', () => {
     await nextIteration();
     expect(res.writes).toHaveLength(0);
     expect(cache.pods.watcherCount).toBe(0);
+  });
+});
+
+describe('why a watch ended', () => {
+  async function watchOf(cache: MergedCache, maxBufferedBytes: number) {
+    const res = new FakeResponse();
+    const url = new URL(`https://gw.invalid/api/v1/namespaces/ns/pods?watch=1&resourceVersion=${cache.pods.clock.current()}`);
+    const ctx = { req: { headers: {} }, res, url, auditID: 'a', info: newRequestInfo('GET', url.pathname, url.searchParams), user: { username: 'u', groups: [] } } as unknown as RequestContext;
+    let watch: ActiveWatch | undefined;
+    await serveCached(ctx, cache, { stale: () => [], watchSettings: { bookmarkIntervalMs: 60_000, maxTimeoutSeconds: 60, maxPendingEvents: 100_000, maxBufferedBytes }, onWatch: (w) => (watch = w) });
+    return { res, watch: watch! };
+  }
+
+  it('is told to whoever tracks it: unresponsive when its client does not keep up (apiserver_terminated_watchers_total), else closed or stopped', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
+    const sink = cache.sink('member-a', 'pods');
+    sink.replace([], '1');
+    const slow = await watchOf(cache, 2000);
+    const gone = await watchOf(cache, 2000);
+    const stopped = await watchOf(cache, 2000);
+    slow.res.writableLength = 1990;
+    sink.apply('ADDED', pod('a'));
+    gone.res.destroyed = true;
+    gone.res.emit('close');
+    stopped.watch.stop();
+    expect(await slow.watch.done).toBe('unresponsive');
+    expect(await gone.watch.done).toBe('closed');
+    expect(await stopped.watch.done).toBe('stopped');
   });
 });

@@ -158,6 +158,7 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
       if (d === 'cancelled') {
         // Nobody is left to answer; kube writes its 429 all the same, and its metrics count the request as one.
         ctx.res.statusCode = 429;
+        ctx.droppedByFlowControl = true;
         return;
       }
       if (d !== 'execute') return tooManyRequests(ctx, ctl.retryAfter.retryAfter(c.flow.pl.name));
@@ -183,6 +184,7 @@ function setClassificationHeaders(ctx: RequestContext, flow: FlowState): void {
 /** kube's tooManyRequests: http.Error's plain text, not a Status, with the level's current Retry-After. */
 function tooManyRequests(ctx: RequestContext, retryAfterSeconds: number): void {
   const res = ctx.res;
+  ctx.droppedByFlowControl = true;
   if (res.headersSent || connectionGone(ctx.res)) return;
   res.writeHead(429, {
     'Content-Type': 'text/plain; charset=utf-8',

@@ -40,6 +40,11 @@ export interface RequestContext {
    * authenticate from adding label sets with made-up paths.
    */
   refusedByFilter?: boolean;
+  /**
+   * Set when flow control turned the request away (429): kube-apiserver counts such a request in
+   * apiserver_request_total (RecordDroppedRequest) but not in its latency histograms.
+   */
+  droppedByFlowControl?: boolean;
   /** Seconds the request waited in a flow-control queue before it executed (apiserver_request_sli_duration_seconds leaves them out). */
   queueWaitSeconds?: number;
   log: Logger;

@@ -75,7 +75,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       const verb = verbOf(ctx);
       const dryRun = ctx.url.search !== '' && ctx.url.searchParams.getAll('dryRun').includes('All');
       const longRunningRequest = ctx.info.longRunning;
-      if (!ctx.refusedByFilter) observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest ? undefined : Number(process.hrtime.bigint() - started) / 1e9, ctx.queueWaitSeconds);
+      if (!ctx.refusedByFilter) observeRequest(g.metrics, ctx.info, verb, dryRun, res.statusCode, longRunningRequest || ctx.droppedByFlowControl ? undefined : Number(process.hrtime.bigint() - started) / 1e9, ctx.queueWaitSeconds);
       // Counted once its answer started (withLongRunningTracking): one that ended before that was never counted.
       if (longRunningRequest && longRunning.delete(res)) longRunningGauge(g.metrics, ctx.info, verb).dec();
       if (log.isLevelEnabled('debug')) ctx.log.debug({ verb, path: ctx.url.pathname, code: res.statusCode }, 'request');
@@ -271,6 +271,7 @@ class Context implements RequestContext {
   allowedClusters?: (cluster: string) => boolean = undefined;
   upgrade?: { socket: Duplex; head: Buffer } = undefined;
   refusedByFilter?: boolean = undefined;
+  droppedByFlowControl?: boolean = undefined;
   queueWaitSeconds?: number = undefined;
   #base: Logger;
   #logger: Logger | undefined = undefined;

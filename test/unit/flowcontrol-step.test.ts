@@ -192,6 +192,8 @@ describe('flow control step', () => {
       throw new Error('must not run');
     });
     expect(third.res.status).toBe(429);
+    // Counted in apiserver_request_total, not in the latency histograms, as kube's RecordDroppedRequest.
+    expect(third.droppedByFlowControl).toBe(true);
     expect(third.res.body).toBe('Too many requests, please try again later.\n');
     expect(third.res.headers['content-type']).toBe('text/plain; charset=utf-8');
     expect(third.res.headers['retry-after']).toMatch(/^\d+$/);

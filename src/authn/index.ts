@@ -19,7 +19,8 @@ import { withAuthenticatedGroup } from './group.js';
 import { newOidcAuthenticator, untrustedIssuer, type OidcAuthenticator, type OidcIssuerConfig, type TokenOutcome } from './oidc.js';
 import { newRevocationChecker, type RevocationChecker } from './revocation.js';
 import { loadTokenFile } from './tokenfile.js';
-import { authenticateClientCert, stampConnection, type ClientCAs } from './x509.js';
+import { HistogramVec } from '../metrics/vec.js';
+import { authenticateClientCert, clientCertificateNotAfter, stampConnection, type ClientCAs } from './x509.js';
 
 export type { OidcIssuerConfig } from './oidc.js';
 
@@ -122,6 +123,17 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
     return authenticateToken(lookup.token);
   }
 
+  // kube-apiserver's: the time left on each client certificate presented, which kube-prometheus alerts on
+  // (KubeClientCertificateExpiration) to find clients about to lose access.
+  const expiration = opts.registry
+    ? new HistogramVec({
+        name: 'apiserver_client_certificate_expiration_seconds',
+        help: 'Distribution of the remaining lifetime on the certificate used to authenticate a request.',
+        buckets: [0, 1800, 3600, 7200, 21600, 43200, 86400, 172800, 345600, 604800, 2592000, 7776000, 15552000, 31104000],
+        registers: [opts.registry],
+      }).labels()
+    : undefined;
+
   let clientCAs: ClientCAs | undefined;
   // The bundle each of the listener's secure contexts verifies with, and the last few bundles (a connection whose
   // context is not known is checked at its first request, none of their certificates vouching).
@@ -133,6 +145,11 @@ export async function newAuthenticator(cfg: AuthnConfig, opts: AuthenticatorOpti
       let failures: string[] | undefined;
       if (cfg.x509) {
         const r = authenticateClientCert(req, clientCAs);
+        if (expiration !== undefined) {
+          // Any certificate presented, verified or not, as kube's x509 authenticator observes it before verifying.
+          const notAfter = clientCertificateNotAfter(req);
+          if (notAfter !== undefined) expiration.observe((notAfter - Date.now()) / 1000);
+        }
         if (r.kind === 'user') {
           if (revocation === undefined || !revocation.isRevoked(r.cert.serial, r.cert.der)) return r.user;
           (failures ??= []).push(`verifying certificate ${r.cert.id} failed: the certificate has been revoked`);

@@ -57,6 +57,8 @@ interface Decided {
   /** The client CA bundle (its generation) the chain was last vouched for by, and the verdict. */
   checkedAgainst: number;
   trusted: boolean;
+  /** When the client's own certificate expires, ms since the epoch; undefined when it sent none. */
+  leafNotAfter: number | undefined;
 }
 const byConnection = new WeakMap<object, Decided>();
 
@@ -117,7 +119,8 @@ function decided(socket: Partial<TLSSocket>, cas: ClientCAs | undefined): Decide
   // Checked already against the bundle the handshake used; a connection with no stamp (none was accepted through
   // the listener's hook) against the one in force.
   const checkedAgainst = acceptedUnder(socket)?.generation ?? cas?.generation ?? 0;
-  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity, chain: [], checkedAgainst, trusted: true };
+  const leafNotAfter = leafExpiry(socket);
+  if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity, chain: [], checkedAgainst, trusted: true, leafNotAfter };
   // The leaf and the certificates above it that the handshake verified (node links the chain; a root links to itself).
   let notBefore = -Infinity;
   let notAfter = Infinity;
@@ -130,7 +133,25 @@ function decided(socket: Partial<TLSSocket>, cas: ClientCAs | undefined): Decide
     notAfter = Math.min(notAfter, Date.parse(c.valid_to));
   }
   // A date node could not print or we could not read: the handshake's verdict stands, as before.
-  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter, chain, checkedAgainst, trusted: true };
+  return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter, chain, checkedAgainst, trusted: true, leafNotAfter };
+}
+
+/** The expiry of the certificate the client sent, verified or not; undefined when it sent none (or node cannot say). */
+function leafExpiry(socket: Partial<TLSSocket>): number | undefined {
+  const cert = socket.getPeerCertificate!(false) as PeerCertificate | null;
+  if (!cert || !cert.raw || cert.raw.length === 0) return undefined;
+  const t = Date.parse(cert.valid_to);
+  return Number.isNaN(t) ? undefined : t;
+}
+
+/**
+ * When the client certificate of req's connection expires (ms since the epoch), once authenticateClientCert has
+ * looked at it; undefined without one. kube-apiserver observes the time left on every request that presents one,
+ * whether or not it verifies (apiserver_client_certificate_expiration_seconds).
+ */
+export function clientCertificateNotAfter(req: IncomingMessage | Http2ServerRequest): number | undefined {
+  const socket = tlsSocketOf(req);
+  return socket === undefined ? undefined : byConnection.get(socket)?.leafNotAfter;
 }
 
 /** Chains longer than this are not followed (Go's Verify stops at a depth as well). */

@@ -225,7 +225,8 @@ describe('streams and metrics', () => {
     const before = await scrape();
     // No credential at all, anonymous access off: failure. A certificate of an unknown CA: error.
     const anon = { url: gw.url, caPem: gw.servingCA.certPem };
-    const rogue = await issueClientCert(await createCA('rogue-metrics'), 'admin', ['system:masters']);
+    // A day's validity: its time left is observed although it does not verify, as kube-apiserver observes it.
+    const rogue = await issueClientCert(await createCA('rogue-metrics'), 'admin', ['system:masters'], { days: 1 });
     for (let i = 0; i < 3; i++) expect((await call(anon, 'GET', `/apis/made-up-${i}.example.com/v1/things`)).status).toBe(401);
     expect((await call({ ...anon, certPem: rogue.certPem, keyPem: rogue.keyPem }, 'GET', '/apis/made-up-rogue.example.com/v1/things')).status).toBe(401);
     // alice is authenticated, then refused /metrics by the gateway's own authorization.
@@ -240,6 +241,11 @@ describe('streams and metrics', () => {
     expect(value(after, 'authentication_duration_seconds_count{result="failure"}') - value(before, 'authentication_duration_seconds_count{result="failure"}')).toBe(3);
     expect(value(after, 'authorization_attempts_total{result="denied"}') - value(before, 'authorization_attempts_total{result="denied"}')).toBe(1);
     expect(value(after, 'authorization_attempts_total{result="allowed"}') - value(before, 'authorization_attempts_total{result="allowed"}')).toBe(1);
+    // Time left on each client certificate presented: the rogue one (under a day), alice's and admin's (a year).
+    const expiry = (text: string, le: string) => value(text, `apiserver_client_certificate_expiration_seconds_bucket{le="${le}"}`);
+    expect(expiry(after, '86400') - expiry(before, '86400')).toBe(1);
+    expect(expiry(after, '43200') - expiry(before, '43200')).toBe(0);
+    expect(value(after, 'apiserver_client_certificate_expiration_seconds_count') - value(before, 'apiserver_client_certificate_expiration_seconds_count')).toBe(3);
     // The refused requests added no request series: a caller who cannot authenticate cannot grow them.
     expect(after).not.toContain('made-up-');
     expect(after).not.toMatch(/apiserver_request_total\{[^}]*code="401"/);

@@ -390,6 +390,24 @@ export function newForbiddenAttributes(attrs: Attributes, reason: string): Statu
   return newForbidden({ group: attrs.apiGroup, resource: attrs.resource }, attrs.name, errMsg);
 }
 
+/**
+ * A refusal by an authorizer's decision: newForbiddenAttributes, remembered as an explicit denial when the authorizer
+ * said Deny (SubjectAccessReview status.denied) rather than having no opinion (allowed false, denied false: RBAC's
+ * answer when no rule matches). kube-apiserver's authorization_attempts_total labels the two apart.
+ */
+export function newForbiddenDecision(attrs: Attributes, d: { reason: string; denied?: boolean }): StatusError {
+  const e = newForbiddenAttributes(attrs, d.reason);
+  if (d.denied) explicitDenials.add(e);
+  return e;
+}
+
+const explicitDenials = new WeakSet<StatusError>();
+
+/** Whether e is a refusal newForbiddenDecision made from an explicit Deny. */
+export function isExplicitDenial(e: unknown): boolean {
+  return e instanceof StatusError && explicitDenials.has(e);
+}
+
 /** errors.NewMethodNotSupported: 405 `<action> is not supported on resources of kind "pods"`. */
 export function newMethodNotSupported(gr: GroupResource, action: string): StatusError {
   return failure(405, StatusReason.MethodNotAllowed,

@@ -41,6 +41,8 @@ export interface Decision {
   allowed: boolean;
   /** Why, in RBAC's words; shown in audit annotations and 403 messages. */
   reason: string;
+  /** Not allowed, and said so (status.denied); not allowed without it is "no opinion", as RBAC answers. */
+  denied?: boolean;
 }
 
 export const SYSTEM_AUTHENTICATED = 'system:authenticated';

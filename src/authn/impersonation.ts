@@ -6,7 +6,7 @@
 
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
-import { newBadRequest, newForbiddenAttributes } from '../api/status.js';
+import { newBadRequest, newForbiddenDecision } from '../api/status.js';
 import {
   SERVICE_ACCOUNT_USER_PREFIX,
   SYSTEM_ANONYMOUS,
@@ -118,7 +118,7 @@ export async function authorizeImpersonation(
   let groups: string[] = [];
   const check = async (attrs: Attributes): Promise<void> => {
     const d = await sar(attrs);
-    if (!d.allowed) throw newForbiddenAttributes(attrs, d.reason);
+    if (!d.allowed) throw newForbiddenDecision(attrs, d);
   };
 
   const sa = splitServiceAccountUsername(wanted.user);

@@ -18,7 +18,7 @@
 
 import { parseFieldSelector } from '../api/fields.js';
 import { parseLabelSelector } from '../api/labels.js';
-import { isStatusError, newForbiddenAttributes, newInternalError } from '../api/status.js';
+import { isStatusError, newForbiddenDecision, newInternalError } from '../api/status.js';
 import type { Attributes, SelectorRequirement, UserInfo } from '../api/user.js';
 import { addAuditAnnotation, annotateAuthorization, ANNOTATION_REASON } from '../audit/index.js';
 import { addCachedReadWarning, type ClusterFilter } from '../cache/serve.js';
@@ -120,7 +120,7 @@ export function fleetReadAuthorizer(sar: SubjectAccessReviewer): CachedReadAutho
       throw isStatusError(e) ? e : newInternalError(e);
     }
     annotateAuthorization(ctx, d);
-    if (!d.allowed) throw newForbiddenAttributes(attrs, d.reason);
+    if (!d.allowed) throw newForbiddenDecision(attrs, d);
     return undefined;
   };
 }
@@ -130,7 +130,7 @@ export interface PerClusterOptions {
   cache?: Partial<DecisionCacheOptions> | false;
 }
 
-type MemberOutcome = { cluster: string; allowed: boolean; reason: string; error?: undefined } | { cluster: string; error: string };
+type MemberOutcome = { cluster: string; allowed: boolean; reason: string; denied?: boolean; error?: undefined } | { cluster: string; error: string };
 
 /**
  * perCluster mode: each member in clusters() is asked, with reviewFor(member) (a SubjectAccessReview against that
@@ -147,7 +147,7 @@ export function perClusterReadAuthorizer(
     if (!sar) return { cluster, error: 'no connection to the member' };
     try {
       const d = cache ? await cache.review(`${cluster}\u0000${key}`, attrs, sar) : await sar(attrs);
-      return { cluster, allowed: d.allowed, reason: d.reason };
+      return { cluster, allowed: d.allowed, reason: d.reason, denied: d.denied };
     } catch (e) {
       return { cluster, error: errorText(e) };
     }
@@ -163,7 +163,7 @@ export function perClusterReadAuthorizer(
     for (let i = 0; i < members.length; i++) {
       const cluster = members[i]!;
       const hit = cache?.peek(`${cluster}\u0000${key}`);
-      if (hit) outcomes[i] = { cluster, allowed: hit.allowed, reason: hit.reason };
+      if (hit) outcomes[i] = { cluster, allowed: hit.allowed, reason: hit.reason, denied: hit.denied };
       else (misses ??= []).push(ask(cluster, key, attrs).then((o) => void (outcomes[i] = o)));
     }
     if (misses) await Promise.all(misses);
@@ -188,7 +188,8 @@ function decide(ctx: RequestContext, attrs: Attributes, outcomes: MemberOutcome[
     }
     const reason = denialReason(outcomes);
     annotateAuthorization(ctx, { allowed: false, reason });
-    throw newForbiddenAttributes(attrs, reason);
+    // As kube's union of authorizers: one Deny decides; otherwise none had an opinion.
+    throw newForbiddenDecision(attrs, { reason, denied: outcomes.some((o) => o.error === undefined && o.denied === true) });
   }
   annotateAuthorization(ctx, { allowed: true, reason: auditReason(outcomes) });
   const what = `${attrs.verb} ${attrs.resource}`;

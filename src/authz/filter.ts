@@ -2,7 +2,7 @@
 // reads served from the member cache are decided here, before flow control has let them run and before routing
 // serves them: the authorizer answers which member clusters the caller may read, or refuses with kube's 403.
 
-import { isStatusError } from '../api/status.js';
+import { isExplicitDenial, isStatusError } from '../api/status.js';
 import { authorizationRecorder, type ApiserverMetrics } from '../metrics/apiserver.js';
 import type { CachedReadAuthorizer } from './cachedreads.js';
 import type { RequestContext } from '../server/context.js';
@@ -23,8 +23,8 @@ export function authorizationStep(o: AuthorizationOptions): Step {
 }
 
 /**
- * An authorization the gateway makes (here, and for /metrics at routing): decide resolves when allowed and throws the
- * refusal (403) or the failure. Recorded in authorization_attempts_total and authorization_duration_seconds; a
+ * An authorization the gateway makes (here, for /metrics at routing, and for a caller's Impersonate-* headers at
+ * authentication): decide resolves when allowed and throws the refusal (403) or the failure. Recorded in authorization_attempts_total and authorization_duration_seconds; a
  * request refused is left out of the request metrics, as kube-apiserver's authorization filter leaves it.
  */
 export async function authorized<T>(ctx: RequestContext, m: ApiserverMetrics | undefined, decide: () => Promise<T>): Promise<T> {
@@ -35,7 +35,7 @@ export async function authorized<T>(ctx: RequestContext, m: ApiserverMetrics | u
     result = await decide();
   } catch (e) {
     ctx.refusedByFilter = true;
-    if (record) record(isStatusError(e) && e.status.code === 403 ? 'denied' : 'error', (performance.now() - started) / 1000);
+    if (record) record(isStatusError(e) && e.status.code === 403 ? (isExplicitDenial(e) ? 'denied' : 'no-opinion') : 'error', (performance.now() - started) / 1000);
     throw e;
   }
   if (record) record('allowed', (performance.now() - started) / 1000);

@@ -185,7 +185,12 @@ function setClassificationHeaders(ctx: RequestContext, flow: FlowState): void {
 function tooManyRequests(ctx: RequestContext, retryAfterSeconds: number): void {
   const res = ctx.res;
   ctx.droppedByFlowControl = true;
-  if (res.headersSent || connectionGone(ctx.res)) return;
+  if (res.headersSent) return;
+  // Nobody to answer: counted as the 429 it is all the same, as kube's RecordDroppedRequest counts it.
+  if (connectionGone(ctx.res)) {
+    res.statusCode = 429;
+    return;
+  }
   res.writeHead(429, {
     'Content-Type': 'text/plain; charset=utf-8',
     'X-Content-Type-Options': 'nosniff',

@@ -23,7 +23,7 @@ export const REQUEST_SERIES_LIMIT = 20_000;
  * each): a series is 24-26 lines of exposition (its buckets, sum and count), and at 20,000 label sets a scrape of the
  * first alone was 100 MB of text that held the event loop ~1.9 s on a 2-core machine. With both at this limit a
  * scrape is 49 MB and held it ~0.8 s on a slow stretch of that machine; label sets come only from callers who
- * authenticated (a refused request is not counted). The counters keep 20,000; each histogram's overflow series
+ * authenticated, or anonymous ones where anonymous access is on (a refused request is not counted). The counters keep 20,000; each histogram's overflow series
  * takes the rest.
  */
 export const REQUEST_DURATION_SERIES_LIMIT = 5_000;
@@ -86,7 +86,7 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       maxSeries: REQUEST_SERIES_LIMIT,
       registers: [registry],
     }),
-    // Label values come from the cache's own views (pods, events), never from a path.
+    // Label values are those of the watches the cache serves: pods, core events and events.k8s.io events.
     terminatedWatchers: new CounterVec({
       name: 'apiserver_terminated_watchers_total',
       help: 'Counter of watchers closed due to unresponsiveness broken by resource type.',
@@ -177,8 +177,11 @@ export function compressUsername(username: string): string {
   }
 }
 
-/** What an authorization came to, by kube's labels (the gateway's authorizers always decide: no 'no-opinion'). */
-export type AuthorizationResult = 'allowed' | 'denied' | 'error';
+/**
+ * What an authorization came to, by kube's labels: denied when the authorizer said Deny, no-opinion when it only did
+ * not allow (RBAC's answer when no rule matches, so most refusals).
+ */
+export type AuthorizationResult = 'allowed' | 'denied' | 'no-opinion' | 'error';
 
 /** Records authorizations, as authenticationRecorder records authentications. */
 export function authorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
@@ -193,8 +196,8 @@ const authorizationRecorders = new WeakMap<ApiserverMetrics, AuthorizationRecord
 function newAuthorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
   const a = m.authorizationAttempts;
   const d = m.authorizationDuration;
-  const attempts = { allowed: a.labels('allowed'), denied: a.labels('denied'), error: a.labels('error') };
-  const durations = { allowed: d.labels('allowed'), denied: d.labels('denied'), error: d.labels('error') };
+  const attempts = { allowed: a.labels('allowed'), denied: a.labels('denied'), 'no-opinion': a.labels('no-opinion'), error: a.labels('error') };
+  const durations = { allowed: d.labels('allowed'), denied: d.labels('denied'), 'no-opinion': d.labels('no-opinion'), error: d.labels('error') };
   return (result, seconds) => {
     attempts[result].inc();
     durations[result].observe(seconds);

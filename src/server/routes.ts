@@ -3,7 +3,7 @@
 // the caller. Pods and Events move to the member cache in issue 4.
 
 import type { IncomingMessage } from 'node:http';
-import { newBadRequest, newForbiddenAttributes, newNotFound } from '../api/status.js';
+import { newBadRequest, newForbiddenDecision, newNotFound } from '../api/status.js';
 import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
 import { authorized } from '../authz/filter.js';
 import { checkBodySyntax, readBody } from '../request/body.js';
@@ -187,7 +187,7 @@ async function serveMetrics(g: Gateway, ctx: RequestContext): Promise<void> {
   };
   await authorized(ctx, g.metrics, async () => {
     const d = await g.sar(attrs);
-    if (!d.allowed) throw newForbiddenAttributes(attrs, d.reason);
+    if (!d.allowed) throw newForbiddenDecision(attrs, d);
   });
   const text = await g.metrics.registry.metrics();
   ctx.res.writeHead(200, { 'Content-Type': g.metrics.registry.contentType });

@@ -280,5 +280,6 @@ export async function subjectAccessReview(up: Upstream, attrs: Attributes): Prom
     throw newInternalError(`subjectaccessreviews.authorization.k8s.io on ${describeUpstream(up)}: ${why}`);
   }
   const st = r.body?.status ?? {};
-  return { allowed: st.allowed === true && st.denied !== true, reason: typeof st.reason === 'string' ? st.reason : '' };
+  const allowed = st.allowed === true && st.denied !== true;
+  return { allowed, reason: typeof st.reason === 'string' ? st.reason : '', ...(!allowed && st.denied === true ? { denied: true } : {}) };
 }

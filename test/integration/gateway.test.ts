@@ -239,7 +239,9 @@ describe('streams and metrics', () => {
     expect(value(after, 'authenticated_user_requests{username="other"}') - value(before, 'authenticated_user_requests{username="other"}')).toBe(1);
     expect(value(after, 'authenticated_user_requests{username="admin"}') - value(before, 'authenticated_user_requests{username="admin"}')).toBe(1);
     expect(value(after, 'authentication_duration_seconds_count{result="failure"}') - value(before, 'authentication_duration_seconds_count{result="failure"}')).toBe(3);
-    expect(value(after, 'authorization_attempts_total{result="denied"}') - value(before, 'authorization_attempts_total{result="denied"}')).toBe(1);
+    // The control plane's RBAC found no rule for alice: no opinion, as kube-apiserver labels an RBAC refusal.
+    expect(value(after, 'authorization_attempts_total{result="no-opinion"}') - value(before, 'authorization_attempts_total{result="no-opinion"}')).toBe(1);
+    expect(value(after, 'authorization_attempts_total{result="denied"}') - value(before, 'authorization_attempts_total{result="denied"}')).toBe(0);
     expect(value(after, 'authorization_attempts_total{result="allowed"}') - value(before, 'authorization_attempts_total{result="allowed"}')).toBe(1);
     // Time left on each client certificate presented: the rogue one (under a day), alice's and admin's (a year).
     const expiry = (text: string, le: string) => value(text, `apiserver_client_certificate_expiration_seconds_bucket{le="${le}"}`);

@@ -236,6 +236,25 @@ describe('flow control step', () => {
     expect(await registry.metrics()).toContain('apiserver_flowcontrol_rejected_requests_total{priority_level="people",flow_schema="people",reason="time-out"} 1');
   });
 
+  it('counts a request turned away as the 429 it is, also when its client has already gone', async () => {
+    const step = flowControlStep(fc);
+    const gate = deferred();
+    const running = step(ctxFor('GET', '/api/v1/pods', alice), () => gate.p);
+    const queued = [step(ctxFor('GET', '/api/v1/pods', alice), async () => {}), step(ctxFor('GET', '/api/v1/pods', alice), async () => {})];
+    await tick();
+    const gone = ctxFor('GET', '/api/v1/pods', alice);
+    gone.res.hangUp();
+    await step(gone, async () => {
+      throw new Error('must not run');
+    });
+    // Nothing can be written, but kube's RecordDroppedRequest counts it as a 429, not as the 200 a response starts with.
+    expect(gone.res.status).toBe(0);
+    expect((gone.res as unknown as { statusCode: number }).statusCode).toBe(429);
+    expect(gone.droppedByFlowControl).toBe(true);
+    gate.resolve();
+    await Promise.all([running, ...queued]);
+  });
+
   it('drops a waiting request whose client hung up, without answering', async () => {
     const step = flowControlStep(fc);
     const gate = deferred();

@@ -2,7 +2,7 @@
 // resource names must not add series without end.
 
 import { describe, expect, it } from 'vitest';
-import { newForbidden } from '../../src/api/status.js';
+import { newForbiddenDecision } from '../../src/api/status.js';
 import { authenticationStep } from '../../src/authn/filter.js';
 import type { Authenticator } from '../../src/authn/index.js';
 import { authorizationStep } from '../../src/authz/filter.js';
@@ -82,7 +82,7 @@ describe('authentication and authorization metrics', () => {
 
 describe('the authentication and authorization steps', () => {
   const ctxFor = (path: string) =>
-    ({ req: { headers: {} }, url: new URL(path, 'https://x'), info: newRequestInfo('GET', path, new URLSearchParams()) }) as unknown as RequestContext;
+    ({ req: { headers: {}, rawHeaders: [] }, url: new URL(path, 'https://x'), info: newRequestInfo('GET', path, new URLSearchParams()) }) as unknown as RequestContext;
 
   it('mark a request they refuse, so that the request metrics leave it out', async () => {
     const m = newApiserverMetrics();
@@ -92,16 +92,27 @@ describe('the authentication and authorization steps', () => {
     await expect(authn(refused, async () => {})).rejects.toMatchObject({ status: { code: 401 } });
     expect(refused.refusedByFilter).toBe(true);
 
-    const authz = authorizationStep({
-      authorizeCachedRead: async () => {
-        throw newForbidden({ group: '', resource: 'pods' }, '', 'no');
-      },
-      servedFromCache: () => true,
-      metrics: m,
-    });
-    const denied = ctxFor('/api/v1/pods');
-    await expect(authz(denied, async () => {})).rejects.toMatchObject({ status: { code: 403 } });
-    expect(denied.refusedByFilter).toBe(true);
+    // RBAC's refusal (allowed false, denied false) is "no opinion"; a Deny (status.denied) is "denied", as kube labels them.
+    const attrs = { user: { username: 'u', groups: [] }, verb: 'list', isResourceRequest: true, path: '/api/v1/pods', namespace: '', apiGroup: '', apiVersion: 'v1', resource: 'pods', subresource: '', name: '' };
+    for (const denied of [false, true]) {
+      const authz = authorizationStep({
+        authorizeCachedRead: async () => {
+          throw newForbiddenDecision(attrs, { reason: '', denied });
+        },
+        servedFromCache: () => true,
+        metrics: m,
+      });
+      const refused = ctxFor('/api/v1/pods');
+      await expect(authz(refused, async () => {})).rejects.toMatchObject({ status: { code: 403 } });
+      expect(refused.refusedByFilter).toBe(true);
+    }
+
+    // Impersonate-Group without Impersonate-User: kube's impersonation filter answers 400, outside its request metrics.
+    const odd = ctxFor('/api/v1/pods');
+    Object.assign(odd.req, { headers: { 'impersonate-group': 'g' }, rawHeaders: ['Impersonate-Group', 'g'] });
+    const anyone = { authenticate: async () => ({ username: 'u', groups: ['system:authenticated'] }) } as unknown as Authenticator;
+    await expect(authenticationStep({ authenticator: anyone, anonymous: false, sar: async () => ({ allowed: true, reason: '' }), publicPaths: () => false, metrics: m })(odd, async () => {})).rejects.toMatchObject({ status: { code: 400 } });
+    expect(odd.refusedByFilter).toBe(true);
 
     const allowed = ctxFor('/api/v1/pods');
     await authorizationStep({ authorizeCachedRead: async () => undefined, servedFromCache: () => true, metrics: m })(allowed, async () => {});
@@ -109,6 +120,7 @@ describe('the authentication and authorization steps', () => {
     const text = await m.registry.metrics();
     expect(text).toContain('authentication_attempts{result="failure"} 1');
     expect(text).toContain('authorization_attempts_total{result="denied"} 1');
+    expect(text).toContain('authorization_attempts_total{result="no-opinion"} 1');
     expect(text).toContain('authorization_attempts_total{result="allowed"} 1');
   });
 });

@@ -24,8 +24,9 @@ export function authorizationStep(o: AuthorizationOptions): Step {
 
 /**
  * An authorization the gateway makes (here, for /metrics at routing, and for a caller's Impersonate-* headers at
- * authentication): decide resolves when allowed and throws the refusal (403) or the failure. Recorded in authorization_attempts_total and authorization_duration_seconds; a
- * request refused is left out of the request metrics, as kube-apiserver's authorization filter leaves it.
+ * authentication): decide resolves when allowed and throws the refusal (403) or the failure. Recorded in
+ * authorization_attempts_total and authorization_duration_seconds; a request refused is left out of the request
+ * metrics, as kube-apiserver's authorization filter leaves it.
  */
 export async function authorized<T>(ctx: RequestContext, m: ApiserverMetrics | undefined, decide: () => Promise<T>): Promise<T> {
   const record = m && authorizationRecorder(m);

@@ -18,7 +18,7 @@ import { paced, responseDone, type StreamingBody } from '../server/respond.js';
 import { listPage, tableRowOf, writeList, type ListTarget, type ObjectFilter, type ResponseForm } from './list.js';
 import { CLUSTER_LABEL, clusterOf, newAmbiguousError, type CachedResource, type MergedCache } from './merged.js';
 import { metadataOf, type Store, type StoredObject } from './store.js';
-import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchSettings } from './watch.js';
+import { defaultWatchSettings, serveWatch, type ActiveWatch, type WatchEventSent, type WatchSettings } from './watch.js';
 
 /** Which member clusters a caller may read; undefined means all (src/authz/cachedreads.ts decides). */
 export type ClusterFilter = (cluster: string) => boolean;
@@ -46,6 +46,8 @@ export interface ServeCachedOptions {
   watchSettings?: WatchSettings;
   /** Each watch started, so the server can end them on shutdown. */
   onWatch?: (w: ActiveWatch) => void;
+  /** Where a watch of the resource of that group, version and kind reports each event it sends (metrics). */
+  watchEventSent?: (group: string, version: string, kind: string) => WatchEventSent;
 }
 
 interface CachedView {
@@ -109,7 +111,8 @@ export async function serveCached(ctx: RequestContext, cache: MergedCache, opts:
         if (!cache.isOurRV(rv)) return writeForeignWatch(ctx.res, v.store(cache), rv);
       }
       const target: ListTarget = { desc: v.desc, printer: v.printer, namespace: info.namespace };
-      const w = serveWatch(ctx.res as ServerResponse, v.store(cache), target, lo, form, opts.watchSettings ?? defaultWatchSettings, filter);
+      const sent = opts.watchEventSent?.(v.desc.group, v.desc.version, v.desc.kind);
+      const w = serveWatch(ctx.res as ServerResponse, v.store(cache), target, lo, form, opts.watchSettings ?? defaultWatchSettings, filter, sent);
       opts.onWatch?.(w);
       return;
     }

@@ -53,6 +53,9 @@ export interface ActiveWatch {
  */
 export type WatchEnd = 'unresponsive' | 'closed' | 'timeout' | 'stopped' | 'error';
 
+/** Told the size of each event a watch sends (apiserver_watch_events_total and apiserver_watch_events_sizes). */
+export type WatchEventSent = (bytes: number) => void;
+
 /** Starts a watch on res; the response is ended by the watch itself. */
 export function serveWatch(
   res: ServerResponse,
@@ -62,6 +65,7 @@ export function serveWatch(
   form: ResponseForm,
   settings: WatchSettings = defaultWatchSettings,
   extra?: ObjectFilter,
+  sent?: WatchEventSent,
 ): ActiveWatch {
   const prefix = target.namespace ? `${target.namespace}/` : '';
   const sel = matcher(opts, extra);
@@ -143,6 +147,7 @@ export function serveWatch(
 
   const write = (buf: Buffer | string): void => {
     if (finished) return;
+    sent?.(buf.length);
     if (!live) {
       res.write(buf);
       if (res.writableLength > settings.maxBufferedBytes) finish('unresponsive');
@@ -261,6 +266,7 @@ export function serveWatch(
     let sliceStart = performance.now();
     // Waits when the connection is full, and lets other responses have the loop every SLICE_MS.
     const send = async (b: Buffer | string): Promise<void> => {
+      sent?.(b.length);
       if (!res.write(b)) {
         // An ended watch has had its 'close' already: nothing would wake this wait.
         if (finished || res.writableEnded) return;

@@ -36,6 +36,8 @@ export interface ApiserverMetrics {
   inflight: GaugeVec<'request_kind'>;
   longRunning: GaugeVec<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
   terminatedWatchers: CounterVec<'group' | 'resource'>;
+  watchEvents: CounterVec<'group' | 'version' | 'kind'>;
+  watchEventsSizes: HistogramVec<'group' | 'version' | 'kind'>;
   authenticationAttempts: CounterVec<'result'>;
   authenticationDuration: HistogramVec<'result'>;
   authenticatedUserRequests: CounterVec<'username'>;
@@ -91,6 +93,15 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       name: 'apiserver_terminated_watchers_total',
       help: 'Counter of watchers closed due to unresponsiveness broken by resource type.',
       labelNames: ['group', 'resource'],
+      registers: [registry],
+    }),
+    watchEvents: new CounterVec({ name: 'apiserver_watch_events_total', help: 'Number of events sent in watch clients', labelNames: ['group', 'version', 'kind'], registers: [registry] }),
+    watchEventsSizes: new HistogramVec({
+      name: 'apiserver_watch_events_sizes',
+      help: 'Watch event size distribution in bytes',
+      labelNames: ['group', 'version', 'kind'],
+      // ExponentialBuckets(1024, 2, 8): 1K ... 128K.
+      buckets: Array.from({ length: 8 }, (_, i) => 1024 * 2 ** i),
       registers: [registry],
     }),
     authenticationAttempts: new CounterVec({ name: 'authentication_attempts', help: 'Counter of authenticated attempts.', labelNames: ['result'], registers: [registry] }),
@@ -203,6 +214,31 @@ function newAuthorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
     durations[result].observe(seconds);
   };
 }
+
+/**
+ * Records the events watches of one kind send, as kube-apiserver's watch handler counts them (every event a client
+ * is sent: initial, live, bookmarks), bound once per kind: it runs for every event to every watcher.
+ */
+export function watchEventRecorder(m: ApiserverMetrics, group: string, version: string, kind: string): (bytes: number) => void {
+  let byKind = watchEventRecorders.get(m);
+  if (byKind === undefined) watchEventRecorders.set(m, (byKind = new Map()));
+  const key = `${group}/${version}/${kind}`;
+  let r = byKind.get(key);
+  if (r === undefined) {
+    const count = m.watchEvents.labels(group, version, kind);
+    const sizes = m.watchEventsSizes.labels(group, version, kind);
+    byKind.set(
+      key,
+      (r = (bytes) => {
+        count.inc();
+        sizes.observe(bytes);
+      }),
+    );
+  }
+  return r;
+}
+
+const watchEventRecorders = new WeakMap<ApiserverMetrics, Map<string, (bytes: number) => void>>();
 
 /** The verb label: kube's "reported verb" (LIST, WATCH, APPLY, CONNECT ... or the HTTP method). */
 export function reportedVerb(info: RequestInfo, method: string, contentType: string | undefined): string {

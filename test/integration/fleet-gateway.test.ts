@@ -195,6 +195,7 @@ describe('watching the fleet over WebSocket, as browser dashboards do', () => {
   }
 
   it('sends the initial state and each change as one text message, its JSON and newline, with the CLUSTER label', async () => {
+    const eventsBefore = await metricValue('apiserver_watch_events_total', 'group=""', 'version="v1"', 'kind="Pod"');
     const w = await wsWatch('admin', ['system:masters'], '/api/v1/namespaces/demo/pods?watch=1&labelSelector=app%3Dapi&allowWatchBookmarks=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan');
     try {
       const { auditID } = await w.opened;
@@ -214,6 +215,9 @@ describe('watching the fleet over WebSocket, as browser dashboards do', () => {
       await until(() => w.events().some((e) => e.type === 'DELETED' && e.object.metadata.name === 'ws-watched'), 10_000, 'its deletion');
       // Open, it is a long-running request, as kube counts an upgraded watch.
       expect(await metricValue('apiserver_longrunning_requests', 'resource="pods"', 'verb="WATCH"')).toBeGreaterThanOrEqual(1);
+      // Every event sent is counted (other watches of pods in this file may add more), its size observed.
+      expect(await metricValue('apiserver_watch_events_total', 'group=""', 'version="v1"', 'kind="Pod"')).toBeGreaterThanOrEqual(eventsBefore + w.messages.length);
+      expect(await metricValue('apiserver_watch_events_sizes_bucket', 'le="+Inf"', 'kind="Pod"')).toBeGreaterThanOrEqual(eventsBefore + w.messages.length);
     } finally {
       w.ws.close();
     }

@@ -102,4 +102,29 @@ describe('why a watch ended', () => {
     expect(await gone.watch.done).toBe('closed');
     expect(await stopped.watch.done).toBe('stopped');
   });
+
+  it('reports each event it sends, initial, live and error alike, with its size, for apiserver_watch_events_total', async () => {
+    const cache = new MergedCache({ instanceID: 't', windowSize: 100, dropManagedFields: true, rvBase: 100 });
+    const sink = cache.sink('member-a', 'pods');
+    sink.replace([pod('initial')], '1');
+    const res = new FakeResponse();
+    const url = new URL('https://gw.invalid/api/v1/namespaces/ns/pods?watch=1');
+    const ctx = { req: { headers: {} }, res, url, auditID: 'a', info: newRequestInfo('GET', url.pathname, url.searchParams), user: { username: 'u', groups: [] } } as unknown as RequestContext;
+    const sent: number[] = [];
+    const kinds: string[] = [];
+    await serveCached(ctx, cache, {
+      stale: () => [],
+      watchEventSent: (group, version, kind) => {
+        kinds.push(`${group}/${version}/${kind}`);
+        return (bytes) => sent.push(bytes);
+      },
+    });
+    await nextIteration();
+    sink.apply('ADDED', pod('live'));
+    await nextIteration();
+    expect(kinds).toEqual(['/v1/Pod']);
+    expect(res.lines().map((e) => e.object.metadata.name)).toEqual(['initial', 'live']);
+    expect(sent).toHaveLength(2);
+    expect(sent.reduce((a, b) => a + b, 0)).toBe(Buffer.byteLength(res.writes.join('')));
+  });
 });

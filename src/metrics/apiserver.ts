@@ -36,6 +36,7 @@ export interface ApiserverMetrics {
   inflight: GaugeVec<'request_kind'>;
   longRunning: GaugeVec<Exclude<(typeof REQUEST_LABELS)[number], 'dry_run'>>;
   terminatedWatchers: CounterVec<'group' | 'resource'>;
+  tlsHandshakeErrors: CounterVec;
   watchEvents: CounterVec<'group' | 'version' | 'kind'>;
   watchEventsSizes: HistogramVec<'group' | 'version' | 'kind'>;
   authenticationAttempts: CounterVec<'result'>;
@@ -95,6 +96,9 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       labelNames: ['group', 'resource'],
       registers: [registry],
     }),
+    // Every TLS handshake that failed: clients with the wrong CA or certificate, plain HTTP to the TLS port, probes
+    // that connect and leave (kube-apiserver counts the handshake errors Go's HTTP server logs).
+    tlsHandshakeErrors: new CounterVec({ name: 'apiserver_tls_handshake_errors_total', help: "Number of requests dropped with 'TLS handshake error from' error", registers: [registry] }),
     watchEvents: new CounterVec({ name: 'apiserver_watch_events_total', help: 'Number of events sent in watch clients', labelNames: ['group', 'version', 'kind'], registers: [registry] }),
     watchEventsSizes: new HistogramVec({
       name: 'apiserver_watch_events_sizes',

@@ -120,6 +120,8 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
     session.once('close', () => sessions.delete(session));
   });
   g.authenticator.setClientCAs(tlsFiles.clientCAs, listenerContext(app.server));
+  const handshakeErrors = g.metrics.tlsHandshakeErrors.labels();
+  app.server.on('tlsClientError', () => handshakeErrors.inc());
   app.server.on('secureConnection', (socket: TLSSocket) => {
     g.authenticator.connectionAccepted(socket, connectionContext(socket));
     // The HTTP/2 server leaves Nagle's algorithm on; small responses then wait for the peer's delayed ACK (~40 ms).

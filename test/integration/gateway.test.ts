@@ -2,6 +2,8 @@
 // who their certificates say (impersonated upstream), and bad input never reaches the control plane.
 
 import { connect as h2connect } from 'node:http2';
+import { connect as netConnect } from 'node:net';
+import { connect as tlsConnect } from 'node:tls';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCA, issueClientCert } from '../../src/pki/index.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
@@ -217,6 +219,32 @@ describe('streams and metrics', () => {
     const no = await call(aliceEp, 'GET', '/metrics');
     expect(no.status).toBe(403);
     expect(no.json().message).toBe('forbidden: User "alice" cannot get path "/metrics"');
+  });
+
+  it('counts failed TLS handshakes in apiserver_tls_handshake_errors_total: plain HTTP to the port, a client that does not trust the gateway', async () => {
+    const errors = async () => {
+      const line = (await call(adminEp, 'GET', '/metrics')).text.split('\n').find((l) => l.startsWith('apiserver_tls_handshake_errors_total '));
+      return Number(line?.split(' ')[1] ?? 0);
+    };
+    const before = await errors();
+    const { hostname, port } = new URL(gw.url);
+    // Plain HTTP: the gateway reads it as a bad TLS record.
+    await new Promise<void>((resolve) => {
+      const s = netConnect({ host: hostname, port: Number(port) }, () => s.write('GET /api HTTP/1.1\r\nHost: x\r\n\r\n'));
+      s.on('error', () => {});
+      s.on('close', () => resolve());
+      s.resume();
+    });
+    // A client whose CA does not know the gateway's certificate ends the handshake with an alert.
+    const stranger = await createCA('stranger');
+    await new Promise<void>((resolve) => {
+      const s = tlsConnect({ host: hostname, port: Number(port), ca: stranger.certPem, servername: 'localhost' });
+      s.on('error', () => resolve());
+      s.on('secureConnect', () => resolve());
+    });
+    let after = await errors();
+    for (const until = Date.now() + 5_000; after < before + 2 && Date.now() < until; after = await errors()) await new Promise((r) => setTimeout(r, 50));
+    expect(after).toBe(before + 2);
   });
 
   it("counts authentication and authorization as kube-apiserver's filters do, and leaves their refusals out of the request metrics", async () => {

@@ -6,7 +6,7 @@
 import { newUnauthorized } from '../api/status.js';
 import type { Attributes, Decision, UserInfo } from '../api/user.js';
 import { authorized } from '../authz/filter.js';
-import { authenticationRecorder, type ApiserverMetrics } from '../metrics/apiserver.js';
+import type { ApiserverMetrics } from '../metrics/apiserver.js';
 import type { Step } from '../server/chain.js';
 import { anonymousUser, type Authenticator } from './index.js';
 import { authorizeImpersonation, impersonationHeadersOf, requestedImpersonation } from './impersonation.js';
@@ -23,7 +23,7 @@ export interface AuthenticationOptions {
 }
 
 export function authenticationStep(o: AuthenticationOptions): Step {
-  const record = o.metrics && authenticationRecorder(o.metrics);
+  const record = o.metrics?.recordAuthentication;
   return async (ctx, next) => {
     const started = record ? performance.now() : 0;
     let user: UserInfo | null;

@@ -3,7 +3,7 @@
 // serves them: the authorizer answers which member clusters the caller may read, or refuses with kube's 403.
 
 import { isExplicitDenial, isStatusError } from '../api/status.js';
-import { authorizationRecorder, type ApiserverMetrics } from '../metrics/apiserver.js';
+import type { ApiserverMetrics } from '../metrics/apiserver.js';
 import type { CachedReadAuthorizer } from './cachedreads.js';
 import type { RequestContext } from '../server/context.js';
 import type { Step } from '../server/chain.js';
@@ -29,7 +29,7 @@ export function authorizationStep(o: AuthorizationOptions): Step {
  * metrics, as kube-apiserver's authorization filter leaves it.
  */
 export async function authorized<T>(ctx: RequestContext, m: ApiserverMetrics | undefined, decide: () => Promise<T>): Promise<T> {
-  const record = m && authorizationRecorder(m);
+  const record = m?.recordAuthorization;
   const started = record ? performance.now() : 0;
   let result: T;
   try {

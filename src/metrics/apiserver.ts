@@ -6,9 +6,9 @@ import type { RequestInfo } from '../request/requestinfo.js';
 import { CounterVec, GaugeVec, HistogramVec, type CounterChild } from './vec.js';
 
 const COMPONENT = 'apiserver';
-/** apiserver_request_sli_duration_seconds' buckets (kube's: the duration's without 0.005 and 0.025). */
-const SLI_BUCKETS = [0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
 const DURATION_BUCKETS = [0.005, 0.025, 0.05, 0.1, 0.2, 0.4, 0.6, 0.8, 1.0, 1.25, 1.5, 2, 3, 4, 5, 6, 8, 10, 15, 20, 30, 45, 60];
+/** apiserver_request_sli_duration_seconds' buckets: kube's are the duration's from 0.05 s. */
+const SLI_BUCKETS = DURATION_BUCKETS.filter((b) => b >= 0.05);
 const REQUEST_LABELS = ['verb', 'dry_run', 'group', 'version', 'resource', 'subresource', 'scope', 'component'] as const;
 /**
  * Label sets per request metric. group, version, resource and subresource are read from the path, unchecked (a
@@ -23,8 +23,8 @@ export const REQUEST_SERIES_LIMIT = 20_000;
  * each): a series is 24-26 lines of exposition (its buckets, sum and count), and at 20,000 label sets a scrape of the
  * first alone was 100 MB of text that held the event loop ~1.9 s on a 2-core machine. With both at this limit a
  * scrape is 49 MB and held it ~0.8 s on a slow stretch of that machine; label sets come only from callers who
- * authenticated, or anonymous ones where anonymous access is on (a refused request is not counted). The counters keep 20,000; each histogram's overflow series
- * takes the rest.
+ * authenticated, or anonymous ones where anonymous access is on (a refused request is not counted). The counters keep
+ * 20,000; each histogram's overflow series takes the rest.
  */
 export const REQUEST_DURATION_SERIES_LIMIT = 5_000;
 
@@ -44,6 +44,12 @@ export interface ApiserverMetrics {
   authenticatedUserRequests: CounterVec<'username'>;
   authorizationAttempts: CounterVec<'result'>;
   authorizationDuration: HistogramVec<'result'>;
+  /** Records an authentication (authentication_attempts and its kin), its series bound once: it runs per request. */
+  recordAuthentication: AuthenticationRecorder;
+  /** Records an authorization the gateway makes, bound likewise. */
+  recordAuthorization: AuthorizationRecorder;
+  /** Where watches of one kind report each event they send (apiserver_watch_events_*), bound once per kind. */
+  watchEventsOf(group: string, version: string, kind: string): (bytes: number) => void;
 }
 
 /** k8s.io/component-base's ExponentialBuckets(0.001, 2, 15), the authentication and authorization filters' buckets. */
@@ -51,7 +57,7 @@ const AUTH_BUCKETS = Array.from({ length: 15 }, (_, i) => 0.001 * 2 ** i);
 
 export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics {
   collectDefaultMetrics({ register: registry });
-  return {
+  const m: Omit<ApiserverMetrics, 'recordAuthentication' | 'recordAuthorization' | 'watchEventsOf'> = {
     registry,
     requestTotal: new CounterVec({
       name: 'apiserver_request_total',
@@ -136,6 +142,7 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
       registers: [registry],
     }),
   };
+  return { ...m, recordAuthentication: authenticationRecorder(m), recordAuthorization: authorizationRecorder(m), watchEventsOf: watchEventRecorders(m) };
 }
 
 /**
@@ -145,20 +152,10 @@ export function newApiserverMetrics(registry = new Registry()): ApiserverMetrics
  */
 export type AuthenticationResult = 'success' | 'failure' | 'error';
 
-/**
- * Records authentications: each one's result and time, and for a success who, by the kind of name only. Its series
- * are bound once, here: it runs for every request.
- */
-export function authenticationRecorder(m: ApiserverMetrics): AuthenticationRecorder {
-  let r = authenticationRecorders.get(m);
-  if (r === undefined) authenticationRecorders.set(m, (r = newAuthenticationRecorder(m)));
-  return r;
-}
-
 export type AuthenticationRecorder = (result: AuthenticationResult, seconds: number, username?: string) => void;
-const authenticationRecorders = new WeakMap<ApiserverMetrics, AuthenticationRecorder>();
 
-function newAuthenticationRecorder(m: ApiserverMetrics): AuthenticationRecorder {
+/** Records authentications: each one's result and time, and for a success who, by the kind of name only. */
+function authenticationRecorder(m: Pick<ApiserverMetrics, 'authenticationAttempts' | 'authenticationDuration' | 'authenticatedUserRequests'>): AuthenticationRecorder {
   const attempts = { success: m.authenticationAttempts.labels('success'), failure: m.authenticationAttempts.labels('failure'), error: m.authenticationAttempts.labels('error') };
   const durations = { success: m.authenticationDuration.labels('success'), failure: m.authenticationDuration.labels('failure'), error: m.authenticationDuration.labels('error') };
   // Seven kinds of name at most (compressUsername).
@@ -198,17 +195,10 @@ export function compressUsername(username: string): string {
  */
 export type AuthorizationResult = 'allowed' | 'denied' | 'no-opinion' | 'error';
 
-/** Records authorizations, as authenticationRecorder records authentications. */
-export function authorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
-  let r = authorizationRecorders.get(m);
-  if (r === undefined) authorizationRecorders.set(m, (r = newAuthorizationRecorder(m)));
-  return r;
-}
-
 export type AuthorizationRecorder = (result: AuthorizationResult, seconds: number) => void;
-const authorizationRecorders = new WeakMap<ApiserverMetrics, AuthorizationRecorder>();
 
-function newAuthorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
+/** Records authorizations, as authenticationRecorder records authentications. */
+function authorizationRecorder(m: Pick<ApiserverMetrics, 'authorizationAttempts' | 'authorizationDuration'>): AuthorizationRecorder {
   const a = m.authorizationAttempts;
   const d = m.authorizationDuration;
   const attempts = { allowed: a.labels('allowed'), denied: a.labels('denied'), 'no-opinion': a.labels('no-opinion'), error: a.labels('error') };
@@ -221,28 +211,27 @@ function newAuthorizationRecorder(m: ApiserverMetrics): AuthorizationRecorder {
 
 /**
  * Records the events watches of one kind send, as kube-apiserver's watch handler counts them (every event a client
- * is sent: initial, live, bookmarks), bound once per kind: it runs for every event to every watcher.
+ * is sent: initial, live, bookmarks): a recorder per kind, made at its first watch.
  */
-export function watchEventRecorder(m: ApiserverMetrics, group: string, version: string, kind: string): (bytes: number) => void {
-  let byKind = watchEventRecorders.get(m);
-  if (byKind === undefined) watchEventRecorders.set(m, (byKind = new Map()));
-  const key = `${group}/${version}/${kind}`;
-  let r = byKind.get(key);
-  if (r === undefined) {
-    const count = m.watchEvents.labels(group, version, kind);
-    const sizes = m.watchEventsSizes.labels(group, version, kind);
-    byKind.set(
-      key,
-      (r = (bytes) => {
-        count.inc();
-        sizes.observe(bytes);
-      }),
-    );
-  }
-  return r;
+function watchEventRecorders(m: Pick<ApiserverMetrics, 'watchEvents' | 'watchEventsSizes'>): ApiserverMetrics['watchEventsOf'] {
+  const byKind = new Map<string, (bytes: number) => void>();
+  return (group, version, kind) => {
+    const key = `${group}/${version}/${kind}`;
+    let r = byKind.get(key);
+    if (r === undefined) {
+      const count = m.watchEvents.labels(group, version, kind);
+      const sizes = m.watchEventsSizes.labels(group, version, kind);
+      byKind.set(
+        key,
+        (r = (bytes) => {
+          count.inc();
+          sizes.observe(bytes);
+        }),
+      );
+    }
+    return r;
+  };
 }
-
-const watchEventRecorders = new WeakMap<ApiserverMetrics, Map<string, (bytes: number) => void>>();
 
 /** The verb label: kube's "reported verb" (LIST, WATCH, APPLY, CONNECT ... or the HTTP method). */
 export function reportedVerb(info: RequestInfo, method: string, contentType: string | undefined): string {

@@ -6,7 +6,6 @@ import type { IncomingMessage } from 'node:http';
 import { newBadRequest, newForbiddenDecision, newNotFound } from '../api/status.js';
 import { selfSubjectReviewResponse } from '../authn/selfsubjectreview.js';
 import { authorized } from '../authz/filter.js';
-import { watchEventRecorder } from '../metrics/apiserver.js';
 import { checkBodySyntax, readBody } from '../request/body.js';
 import { targetPath } from '../request/filter.js';
 import { forwardDiscovery, isDiscoveryPath, newResourceNotFound, rejectNotExposed } from '../upstream/discovery.js';
@@ -51,7 +50,7 @@ export function routingStep(g: Gateway): Step {
           stale: () => m.caches.stale(),
           allowedClusters: ctx.allowedClusters,
           onWatch: (w) => trackWatch(g, ctx, w),
-          watchEventSent: (group, version, kind) => watchEventRecorder(g.metrics, group, version, kind),
+          watchEventSent: g.metrics.watchEventsOf,
         });
         // A watch's initial events are written by now: it stops holding flow-control seats.
         if (info.verb === 'watch') markInitialEventsSent(ctx);

@@ -6,7 +6,7 @@ import { newForbiddenDecision } from '../../src/api/status.js';
 import { authenticationStep } from '../../src/authn/filter.js';
 import type { Authenticator } from '../../src/authn/index.js';
 import { authorizationStep } from '../../src/authz/filter.js';
-import { compressUsername, newApiserverMetrics, authenticationRecorder, authorizationRecorder, observeRequest, REQUEST_SERIES_LIMIT, REQUEST_DURATION_SERIES_LIMIT } from '../../src/metrics/apiserver.js';
+import { compressUsername, newApiserverMetrics, observeRequest, REQUEST_SERIES_LIMIT, REQUEST_DURATION_SERIES_LIMIT } from '../../src/metrics/apiserver.js';
 import type { RequestContext } from '../../src/server/context.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
 
@@ -65,9 +65,9 @@ describe('authentication and authorization metrics', () => {
 
   it('record results with the exponential buckets of kube-apiserver (1 ms doubling, 15 of them)', async () => {
     const m = newApiserverMetrics();
-    authenticationRecorder(m)('success', 0.0015, 'jane@example.com');
-    authenticationRecorder(m)('error', 0.02);
-    authorizationRecorder(m)('denied', 0.003);
+    m.recordAuthentication('success', 0.0015, 'jane@example.com');
+    m.recordAuthentication('error', 0.02);
+    m.recordAuthorization('denied', 0.003);
     const text = await m.registry.metrics();
     expect(text).toContain('authentication_attempts{result="success"} 1');
     expect(text).toContain('authentication_attempts{result="error"} 1');

@@ -115,11 +115,16 @@ function acceptedUnder(socket: object): ClientCAs | undefined {
 }
 
 function decided(socket: Partial<TLSSocket>, cas: ClientCAs | undefined): Decided {
-  const outcome = decide(socket);
+  // Without a client certificate node returns an empty object (or null once the socket is gone).
+  const leaf = socket.getPeerCertificate!(false) as PeerCertificate | null;
+  const cert = leaf && leaf.raw && leaf.raw.length > 0 ? leaf : undefined;
+  const outcome = decide(socket, cert);
   // Checked already against the bundle the handshake used; a connection with no stamp (none was accepted through
   // the listener's hook) against the one in force.
   const checkedAgainst = acceptedUnder(socket)?.generation ?? cas?.generation ?? 0;
-  const leafNotAfter = leafExpiry(socket);
+  // The client's own certificate's expiry, verified or not (undefined when node cannot say).
+  const expiry = cert ? Date.parse(cert.valid_to) : NaN;
+  const leafNotAfter = Number.isNaN(expiry) ? undefined : expiry;
   if (outcome.kind !== 'user') return { outcome, notBefore: -Infinity, notAfter: Infinity, chain: [], checkedAgainst, trusted: true, leafNotAfter };
   // The leaf and the certificates above it that the handshake verified (node links the chain; a root links to itself).
   let notBefore = -Infinity;
@@ -134,14 +139,6 @@ function decided(socket: Partial<TLSSocket>, cas: ClientCAs | undefined): Decide
   }
   // A date node could not print or we could not read: the handshake's verdict stands, as before.
   return { outcome, notBefore: Number.isNaN(notBefore) ? -Infinity : notBefore, notAfter: Number.isNaN(notAfter) ? Infinity : notAfter, chain, checkedAgainst, trusted: true, leafNotAfter };
-}
-
-/** The expiry of the certificate the client sent, verified or not; undefined when it sent none (or node cannot say). */
-function leafExpiry(socket: Partial<TLSSocket>): number | undefined {
-  const cert = socket.getPeerCertificate!(false) as PeerCertificate | null;
-  if (!cert || !cert.raw || cert.raw.length === 0) return undefined;
-  const t = Date.parse(cert.valid_to);
-  return Number.isNaN(t) ? undefined : t;
 }
 
 /**
@@ -205,10 +202,9 @@ function tlsSocketOf(req: IncomingMessage | Http2ServerRequest): Partial<TLSSock
   return socket;
 }
 
-function decide(socket: Partial<TLSSocket>): X509Outcome {
-  // Without a client certificate node returns an empty object (or null once the socket is gone).
-  const cert = socket.getPeerCertificate!(false) as PeerCertificate | null;
-  if (!cert || !cert.raw || cert.raw.length === 0) return NONE;
+/** The connection's outcome; cert: the certificate the client sent, if any. */
+function decide(socket: Partial<TLSSocket>, cert: PeerCertificate | undefined): X509Outcome {
+  if (cert === undefined) return NONE;
   if (!socket.authorized) {
     const why = socket.authorizationError ?? 'certificate not verified';
     return { kind: 'error', reason: `verifying certificate ${certificateIdentifier(cert)} failed: ${errorText(why)}` };

@@ -157,8 +157,7 @@ export function flowControlStep(fc: FlowControl, o: FlowControlStepOptions = {})
       res.off('close', onClose);
       if (d === 'cancelled') {
         // Nobody is left to answer; kube writes its 429 all the same, and its metrics count the request as one.
-        ctx.res.statusCode = 429;
-        ctx.droppedByFlowControl = true;
+        dropped(ctx);
         return;
       }
       if (d !== 'execute') return tooManyRequests(ctx, ctl.retryAfter.retryAfter(c.flow.pl.name));
@@ -181,16 +180,20 @@ function setClassificationHeaders(ctx: RequestContext, flow: FlowState): void {
   ctx.res.setHeader(HEADER_FLOW_SCHEMA_UID, flow.uid);
 }
 
+/**
+ * A request flow control turned away: counted as the 429 it is (in apiserver_request_total only, as kube's
+ * RecordDroppedRequest), also when nobody is left to answer.
+ */
+function dropped(ctx: RequestContext): void {
+  ctx.droppedByFlowControl = true;
+  if (!ctx.res.headersSent) ctx.res.statusCode = 429;
+}
+
 /** kube's tooManyRequests: http.Error's plain text, not a Status, with the level's current Retry-After. */
 function tooManyRequests(ctx: RequestContext, retryAfterSeconds: number): void {
   const res = ctx.res;
-  ctx.droppedByFlowControl = true;
-  if (res.headersSent) return;
-  // Nobody to answer: counted as the 429 it is all the same, as kube's RecordDroppedRequest counts it.
-  if (connectionGone(ctx.res)) {
-    res.statusCode = 429;
-    return;
-  }
+  dropped(ctx);
+  if (res.headersSent || connectionGone(res)) return;
   res.writeHead(429, {
     'Content-Type': 'text/plain; charset=utf-8',
     'X-Content-Type-Options': 'nosniff',

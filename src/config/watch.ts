@@ -13,8 +13,13 @@ export interface FileWatcher {
 }
 
 export interface WatchOptions {
-  /** The directory to fs.watch (the file's directory for a single file). */
-  dir: string;
+  /**
+   * The directory to fs.watch (the file's directory for a single file), or several: files that are reloaded together
+   * but live apart (a serving certificate and a client CA from two Secrets) are one watch, so that their reloads run
+   * one after another and the last one applied read the files last. Two watches could each read the files, and the
+   * one that read them first could finish last and apply the older set.
+   */
+  dir: string | readonly string[];
   /** How often signature() is polled. */
   intervalMs: number;
   /** Changes whenever the watched content changes; rejections go to onError. */
@@ -78,12 +83,15 @@ export function watchForChanges(o: WatchOptions): FileWatcher {
       else if (s !== lastSignature) schedule();
     })
     .catch(() => {});
-  let watcher: FSWatcher | undefined;
-  try {
-    watcher = watch(resolve(o.dir), { persistent: false }, schedule);
-    watcher.on('error', (e) => o.onError(e));
-  } catch (e) {
-    o.onError(e);
+  const watchers: FSWatcher[] = [];
+  for (const dir of new Set((typeof o.dir === 'string' ? [o.dir] : o.dir).map((d) => resolve(d)))) {
+    try {
+      const w = watch(dir, { persistent: false }, schedule);
+      w.on('error', (e) => o.onError(e));
+      watchers.push(w);
+    } catch (e) {
+      o.onError(e);
+    }
   }
   const poll = setInterval(() => {
     o.signature().then(
@@ -100,7 +108,7 @@ export function watchForChanges(o: WatchOptions): FileWatcher {
       closed = true;
       if (debounce) clearTimeout(debounce);
       clearInterval(poll);
-      watcher?.close();
+      for (const w of watchers) w.close();
     },
   };
 }

@@ -58,6 +58,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
       writeStatus(reply.raw, auditIDOf(req.raw), newBadRequest(err.message).status);
     },
   } as any);
+  if (tls.clientCAFile) allowPartialTrustChain(app.server);
   // Leave bodies unread: forwarded requests stream them, the steps that need them read them.
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('*', (_req, _payload, done) => done(null));
@@ -135,6 +136,7 @@ export async function startGateway(config: Config, log: Logger): Promise<Running
   // before a reload: both are set in the same turn.
   const tlsWatch = tlsFiles.watch((o, clientCAs) => {
     (app.server as unknown as { setSecureContext(o: unknown): void }).setSecureContext(o);
+    if (tls.clientCAFile) allowPartialTrustChain(app.server);
     g.authenticator.setClientCAs(clientCAs, listenerContext(app.server));
   });
   const port = (app.server.address() as AddressInfo).port;
@@ -178,6 +180,19 @@ function verbOf(ctx: RequestContext): string {
  */
 function listenerContext(server: unknown): object | undefined {
   return (server as { _sharedCreds?: object })._sharedCreds;
+}
+
+/**
+ * Every certificate of the client CA bundle a trust anchor, as in Go's Roots pool (tlsreload.ts asks for it in its
+ * options): Node's tls.Server builds its context from a fixed list of options that leaves allowPartialTrustChain
+ * out, so the flag is set on the context itself, in the same turn as the context is made (before any handshake).
+ */
+function allowPartialTrustChain(server: unknown): void {
+  const context = (server as { _sharedCreds?: { context?: { setAllowPartialTrustChain?: () => void } } })._sharedCreds?.context;
+  if (typeof context?.setAllowPartialTrustChain !== 'function') {
+    throw new Error('this Node.js cannot trust an intermediate CA of server.tls.clientCAFile without its root (needs Node.js 20.18 or later)');
+  }
+  context.setAllowPartialTrustChain();
 }
 
 function connectionContext(socket: TLSSocket): object | undefined {

@@ -52,7 +52,12 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
     expiry.set(Date.parse(leaf.validTo) / 1000);
     // The listener gets the certificates as parsed here, so that it trusts exactly what the authenticator checks.
     const caPems = clientCAs.map((c) => c.toString());
-    return { options: { key, cert, ...(ca ? { ca: caPems } : {}), minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS }, clientCAs };
+    // Every certificate of the bundle is a trust anchor, as in Go's x509 Roots pool (kube-apiserver's
+    // --client-ca-file): a bundle holding an intermediate CA without its root vouches for that intermediate's
+    // clients there. OpenSSL would insist on a path to a self-signed root without the partial-chain flag (which the
+    // listener sets on its context itself: tls.Server drops this option, see server.ts allowPartialTrustChain).
+    const trust = ca ? { ca: caPems, allowPartialTrustChain: true } : {};
+    return { options: { key, cert, ...trust, minVersion: tls.minVersion, ...SERVER_CIPHER_OPTIONS }, clientCAs };
   };
   const files = [tls.certFile, tls.keyFile, ...(tls.clientCAFile ? [tls.clientCAFile] : [])];
   const signature = async () => (await Promise.all(files.map(fileSignature))).join('|');
@@ -64,25 +69,22 @@ export async function loadTLSFiles(tls: ServerTLSConfig, log: Logger, registry: 
     options: first.options,
     clientCAs: first.clientCAs,
     watch(apply) {
-      const watchers = [...new Set(files.map((f) => dirname(f)))].map((dir) =>
-        watchForChanges({
-          dir,
-          intervalMs: POLL_MS,
-          signature,
-          initialSignature,
-          onChange: async () => {
-            const next = await read();
-            apply(next.options, next.clientCAs);
-            reloads.inc({ result: 'success' });
-            log.info({ certFile: tls.certFile }, 'serving certificate and client CA reloaded');
-          },
-          onError: (err) => {
-            reloads.inc({ result: 'failure' });
-            log.error({ err: (err as Error).message ?? String(err) }, 'reloading the serving certificate or client CA failed; the running ones stay');
-          },
-        }),
-      );
-      return { close: () => watchers.forEach((w) => w.close()) };
+      return watchForChanges({
+        dir: files.map((f) => dirname(f)),
+        intervalMs: POLL_MS,
+        signature,
+        initialSignature,
+        onChange: async () => {
+          const next = await read();
+          apply(next.options, next.clientCAs);
+          reloads.inc({ result: 'success' });
+          log.info({ certFile: tls.certFile }, 'serving certificate and client CA reloaded');
+        },
+        onError: (err) => {
+          reloads.inc({ result: 'failure' });
+          log.error({ err: (err as Error).message ?? String(err) }, 'reloading the serving certificate or client CA failed; the running ones stay');
+        },
+      });
     },
   };
 }

@@ -2,16 +2,20 @@
 // one must give the same answers. Where they disagree, the real apiserver is right and the sim (or the shared
 // rules in src/api it uses) is what gets fixed.
 
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import type { UserInfo } from '../../src/api/user.js';
 import { attributesOf } from '../../src/authz/cachedreads.js';
+import { createCA, issueClientCert } from '../../src/pki/index.js';
 import { newRequestInfo } from '../../src/request/requestinfo.js';
 import { upstreamFromEndpoint } from '../../src/upstream/client.js';
 import { subjectAccessReview } from '../../src/upstream/forward.js';
 import { startSimFleet, type SimFleet } from '../sim/fleet.js';
 import { call, openWatch, type ClusterEndpoint } from '../support/http.js';
 import { kubectl, withoutAge, type KubectlVersion } from '../support/kubectl.js';
+import { intermediateCA } from '../support/pki.js';
 import { startRealFleet, type RealFleet } from './cluster.js';
 import { requireGo } from './require-go.js';
 import { seedMember } from './seed.js';
@@ -358,4 +362,24 @@ describe.skipIf(!requireGo())('the sim answers like a real kube-apiserver', () =
     for (const until = Date.now() + 10_000; after === before && Date.now() < until; after = await metric()) await new Promise((res) => setTimeout(res, 100));
     expect(after).toBe(before + 1);
   });
+
+  it('an intermediate CA in the client CA file without its root vouches for its clients, as the gateway trusts it (src/server/tlsreload.ts)', async () => {
+    const r = real.members[0];
+    const file = join(r.dir, 'pki', 'client-ca.crt');
+    const root = await createCA('partial-root');
+    const inter = await intermediateCA(root, 'partial-intermediate');
+    const frank = await issueClientCert(inter, 'frank', ['system:masters']);
+    // A fresh endpoint object each time: a new connection, verified against the file as it is then.
+    const status = async () => (await call({ url: r.url, caPem: r.caPem, certPem: frank.certPem, keyPem: frank.keyPem }, 'GET', '/api')).status;
+    expect(await status()).toBe(401);
+    // kube-apiserver reloads --client-ca-file when it changes (fsnotify, and a resync every minute).
+    writeFileSync(file, r.clientCaPem + inter.certPem);
+    try {
+      let got = await status();
+      for (const until = Date.now() + 90_000; got === 401 && Date.now() < until; got = await status()) await new Promise((res) => setTimeout(res, 200));
+      expect(got).toBe(200);
+    } finally {
+      writeFileSync(file, r.clientCaPem);
+    }
+  }, 120_000);
 });

@@ -1,12 +1,18 @@
 // watchForChanges (src/config/watch.ts): a change of the watched files calls onChange; writes to other files of the
 // same directory do not (the demo keeps its audit log beside its certificates, and every audited request reloaded
-// the serving certificate, key and CRL).
+// the serving certificate, key and CRL). Files reloaded together from several directories are one watch, whose
+// reloads never overlap (src/server/tlsreload.ts: the serving certificate and the client CA from two Secrets).
 
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { X509Certificate } from 'node:crypto';
+import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import pino from 'pino';
+import { Registry } from 'prom-client';
 import { afterEach, describe, expect, it } from 'vitest';
 import { fileSignature, watchForChanges, type FileWatcher } from '../../src/config/watch.js';
+import { createCA, issueServingCert } from '../../src/pki/index.js';
+import { loadTLSFiles } from '../../src/server/tlsreload.js';
 
 const watchers: FileWatcher[] = [];
 let dir = '';
@@ -83,5 +89,77 @@ describe('watchForChanges', () => {
     expect(stale.calls()).toBe(1);
     expect(current.calls()).toBe(0);
     expect(unknown.calls()).toBe(0);
+  });
+
+  it('watches several directories as one: a reload waits for the one under way, and the last reads the files last', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fleetgate-watch-'));
+    const [a, b] = [join(dir, 'a'), join(dir, 'b')];
+    await mkdir(a);
+    await mkdir(b);
+    const [fa, fb] = [join(a, 'tls.crt'), join(b, 'ca.crt')];
+    await writeFile(fa, 'a1');
+    await writeFile(fb, 'b1');
+    const signature = async () => `${await fileSignature(fa)}|${await fileSignature(fb)}`;
+    let running = 0;
+    let mostAtOnce = 0;
+    const reads: string[] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    watchers.push(
+      watchForChanges({
+        dir: [a, b],
+        intervalMs: 60_000,
+        signature,
+        initialSignature: await signature(),
+        onChange: async () => {
+          mostAtOnce = Math.max(mostAtOnce, ++running);
+          try {
+            reads.push(`${await readFile(fa, 'utf8')}+${await readFile(fb, 'utf8')}`);
+            if (reads.length === 1) await gate;
+          } finally {
+            running--;
+          }
+        },
+        onError: (e) => {
+          throw e;
+        },
+      }),
+    );
+    await writeFile(fa, 'a2, longer');
+    await until('the first reload', () => reads.length === 1);
+    // The other directory changes while the first reload is still under way: its reload waits, then reads both.
+    await writeFile(fb, 'b2, longer');
+    await new Promise((r) => setTimeout(r, 200));
+    expect(reads).toEqual(['a2, longer+b1']);
+    release();
+    await until('the second reload', () => reads.length === 2);
+    expect(reads[1]).toBe('a2, longer+b2, longer');
+    expect(mostAtOnce).toBe(1);
+  });
+
+  it('loadTLSFiles reloads a client CA that lives in a directory of its own', async () => {
+    dir = await mkdtemp(join(tmpdir(), 'fleetgate-watch-'));
+    const [serving, client] = [join(dir, 'serving'), join(dir, 'client')];
+    await mkdir(serving);
+    await mkdir(client);
+    const ca = await createCA('serving-ca');
+    const cert = await issueServingCert(ca, ['127.0.0.1']);
+    const [first, next] = await Promise.all([createCA('client-ca-1'), createCA('client-ca-2')]);
+    await writeFile(join(serving, 'tls.crt'), cert.certPem);
+    await writeFile(join(serving, 'tls.key'), cert.keyPem);
+    await writeFile(join(client, 'ca.crt'), first.certPem);
+    const files = await loadTLSFiles(
+      { certFile: join(serving, 'tls.crt'), keyFile: join(serving, 'tls.key'), clientCAFile: join(client, 'ca.crt'), minVersion: 'TLSv1.2' },
+      pino({ level: 'silent' }),
+      new Registry(),
+    );
+    // Every certificate of the bundle is an anchor (Go's Roots pool), intermediates too.
+    expect(files.options.allowPartialTrustChain).toBe(true);
+    const applied: string[][] = [];
+    watchers.push(files.watch((_o, cas) => applied.push(cas.map((c) => c.subject))));
+    await writeFile(join(client, '.ca.tmp'), first.certPem + next.certPem);
+    await rename(join(client, '.ca.tmp'), join(client, 'ca.crt'));
+    await until('the new bundle to be applied', () => applied.length >= 1);
+    expect(applied.at(-1)).toEqual([new X509Certificate(first.certPem).subject, new X509Certificate(next.certPem).subject]);
   });
 });

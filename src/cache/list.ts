@@ -7,6 +7,7 @@ import type { ServerResponse } from 'node:http';
 import type { ListOptions } from '../api/listoptions.js';
 import type { ResourceDescriptor } from '../api/resource.js';
 import { groupVersion } from '../api/resource.js';
+import { copyBytes } from '../api/offheap.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, tooLargeResourceVersionError } from '../api/resourceversion.js';
 import type { Printer } from '../api/printers/index.js';
 import { partialObjectMetadataJson, tableHeadJson, tableRowFromJson, type IncludeObject } from '../api/table.js';
@@ -235,7 +236,7 @@ async function writeBytesList(res: ServerResponse, prefix: Buffer, items: Iterab
       }
       if (!first) buf[at++] = 0x2c; // ,
       first = false;
-      at += o.bytes.copy(buf, at, o.start, o.end);
+      at += copyBytes(o.bytes, buf, at, o.start, o.end);
       if (at >= BYTES_CHUNK) {
         const ok = sendChunk(body, buf, at);
         buf = chunkBuffer(POOLED_CHUNK);

@@ -96,6 +96,17 @@ describe('copyBytes', () => {
     });
   }
 
+  it('out of a SharedArrayBuffer (a slab, as a list serves its objects): the bytes Buffer.copy writes, and its count', () => {
+    const shared = Buffer.from(new SharedArrayBuffer(8192));
+    source.copy(shared);
+    for (const [at, start, len] of [[0, 0, 0], [1, 3, 100], [3, 1, 512], [7, 5, 513], [0, 0, 5133], [1001, 17, 4000], [8000, 0, 1000], [9, 7000, 3000]]) {
+      const want = Buffer.alloc(8192, 0xee);
+      const got = Buffer.alloc(8192, 0xee);
+      expect(copyBytes(shared, got, at, start, start + len)).toBe(source.copy(want, at, start, start + len));
+      expect(got.equals(want)).toBe(true);
+    }
+  });
+
   it('within one SharedArrayBuffer, ranges apart are copied as Buffer.copy copies them', () => {
     const got = Buffer.from(new SharedArrayBuffer(8192));
     const want = Buffer.alloc(8192);

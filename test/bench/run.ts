@@ -17,6 +17,7 @@ import { availableParallelism, cpus, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { Scenario, ScenarioResult, Series } from './lib.js';
+import { withRoundNotes } from './rounds.js';
 
 const HERE = dirname(fileURLToPath(import.meta.url));
 const ROOT = join(HERE, '..', '..');
@@ -231,6 +232,7 @@ async function main(): Promise<void> {
       const mod = (await import(pathToFileURL(file).href)) as { run?: Scenario };
       if (typeof mod.run !== 'function') throw new Error('exports no run function');
       r = await mod.run({ quick, log });
+      if (!quick) r = withRoundNotes(r);
     } catch (e) {
       const msg = e instanceof Error ? e.message : String(e);
       log(`scenario ${id} failed: ${e instanceof Error ? e.stack : msg}`);

@@ -91,6 +91,20 @@ export function copyBytes(src: Buffer, dst: Buffer, at: number, start = 0, end =
   return src.copy(dst, at, start, end);
 }
 
+/**
+ * The parts joined, as Buffer.concat(parts, total) joins them, each copied with copyBytes: Buffer.concat reads a part
+ * in a SharedArrayBuffer (an object's slab, a watch frame's chunk) through relaxed atomics.
+ */
+export function concatBytes(parts: readonly Buffer[], total = parts.reduce((n, p) => n + p.length, 0)): Buffer {
+  const out = Buffer.allocUnsafe(total);
+  let at = 0;
+  for (const p of parts) {
+    if (at >= total) break;
+    at += copyBytes(p, out, at);
+  }
+  return at < total ? out.fill(0, at) : out;
+}
+
 function apart(src: Buffer, start: number, dst: Buffer, at: number, n: number): boolean {
   if (src.buffer !== dst.buffer) return true;
   const from = src.byteOffset + start;

@@ -6,7 +6,7 @@
 import type { ServerResponse } from 'node:http';
 import { createGzip, type Gzip } from 'node:zlib';
 import { parseListOptions, type ListOptions } from '../api/listoptions.js';
-import { copyBytes } from '../api/offheap.js';
+import { concatBytes } from '../api/offheap.js';
 import { printerFor, withClusterColumn, type Printer } from '../api/printers/index.js';
 import type { ResourceDescriptor } from '../api/resource.js';
 import { checkContinueResourceVersion, decodeContinue, encodeContinue, expiredContinueError, expiredListError, parseResourceVersion } from '../api/resourceversion.js';
@@ -144,18 +144,14 @@ async function serveGet(ctx: RequestContext, cache: MergedCache, v: CachedView, 
   } else if (form.as === 'metadata') {
     body = partialObjectMetadataJson({ metadata: metadataOf(o) }) + '\n';
   } else {
-    // Out of its slab with one memcpy (Buffer.concat reads a SharedArrayBuffer through relaxed atomics).
-    const json = o.json;
-    const b = Buffer.allocUnsafe(json.length + 1);
-    copyBytes(json, b, 0);
-    b[json.length] = 0x0a;
-    body = b;
+    body = concatBytes([o.json, NEWLINE]);
   }
   const out = responseFor(ctx);
   out.writeHead(200, OK_HEADERS);
   out.end(body);
 }
 
+const NEWLINE = Buffer.from('\n');
 const OK_HEADERS = { 'Content-Type': 'application/json', 'Cache-Control': 'no-cache, private' };
 
 async function serveList(ctx: RequestContext, cache: MergedCache, v: CachedView, lo: ListOptions, form: ResponseForm, filter?: ObjectFilter): Promise<void> {

@@ -6,6 +6,7 @@
 
 import type { ServerResponse } from 'node:http';
 import type { ListOptions } from '../api/listoptions.js';
+import { concatBytes } from '../api/offheap.js';
 import { groupVersion } from '../api/resource.js';
 import { tooOldResourceVersionError } from '../api/resourceversion.js';
 import { toStatus } from '../api/status.js';
@@ -107,7 +108,7 @@ export function serveWatch(
     queuedBytes = 0;
     if (closed || res.writableEnded) return;
     if (chunksHeld >= MAX_HELD_CHUNKS) {
-      res.write(Buffer.concat(bs, bytes));
+      res.write(concatBytes(bs, bytes));
       return;
     }
     let chunks = 0;

@@ -4,7 +4,7 @@
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
-import { awaitCollection, awaitingCollectionBytes, copyBytes, heldUncountedBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../../src/api/offheap.js';
+import { awaitCollection, awaitingCollectionBytes, concatBytes, copyBytes, heldUncountedBytes, holdUncounted, releaseUncounted, uncountedBuffer } from '../../src/api/offheap.js';
 import { encodeWatchEvent } from '../../src/api/watch.js';
 
 setFlagsFromString('--expose-gc');
@@ -105,6 +105,14 @@ describe('copyBytes', () => {
       expect(copyBytes(shared, got, at, start, start + len)).toBe(source.copy(want, at, start, start + len));
       expect(got.equals(want)).toBe(true);
     }
+  });
+
+  it('concatBytes joins parts in SharedArrayBuffers and ordinary buffers as Buffer.concat does, with or without a total', () => {
+    const shared = Buffer.from(new SharedArrayBuffer(8192));
+    source.copy(shared);
+    const parts = [shared.subarray(10, 5143), Buffer.from('\n'), source.subarray(0, 300), shared.subarray(7000, 7600), Buffer.alloc(0)];
+    expect(concatBytes(parts).equals(Buffer.concat(parts))).toBe(true);
+    for (const total of [0, 5133, 5200, 6034, 7000]) expect(concatBytes(parts, total).equals(Buffer.concat(parts, total))).toBe(true);
   });
 
   it('within one SharedArrayBuffer, ranges apart are copied as Buffer.copy copies them', () => {

@@ -33,6 +33,8 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
   const ip = `10.${(o.index >> 16) & 255}.${(o.index >> 8) & 255}.${o.index & 255}`;
   const started = createdAt.toISOString().replace(/\.\d+Z$/, 'Z');
   const labels = { app: o.app, 'pod-template-hash': rsHash, tier: o.index % 3 === 0 ? 'frontend' : 'backend', release: 'stable' };
+  // The app's container carries env and probes; the sidecar (a log shipper, say) only its image, resources and
+  // mounts, as most do. Together with the sim's metadata a pod comes to about 4 KB as a list serves it.
   const container = (cname: string, port: number) => ({
     name: cname,
     image: `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`,
@@ -41,7 +43,6 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
       { name: 'APP_NAME', value: o.app },
       { name: 'LOG_LEVEL', value: 'info' },
       { name: 'POD_NAME', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'metadata.name' } } },
-      { name: 'POD_IP', valueFrom: { fieldRef: { apiVersion: 'v1', fieldPath: 'status.podIP' } } },
     ],
     resources: { limits: { cpu: '500m', memory: '512Mi' }, requests: { cpu: '100m', memory: '128Mi' } },
     livenessProbe: { httpGet: { path: '/healthz', port, scheme: 'HTTP' }, initialDelaySeconds: 10, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
@@ -54,6 +55,15 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
     terminationMessagePolicy: 'File',
     imagePullPolicy: 'IfNotPresent',
   });
+  const sidecar = (cname: string) => ({
+    name: cname,
+    image: `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`,
+    resources: { limits: { memory: '64Mi' }, requests: { cpu: '10m', memory: '32Mi' } },
+    volumeMounts: [{ name: 'kube-api-access', readOnly: true, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' }],
+    terminationMessagePath: '/dev/termination-log',
+    terminationMessagePolicy: 'File',
+    imagePullPolicy: 'IfNotPresent',
+  });
   const pod: KubeObject = {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -62,11 +72,11 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
       namespace: o.namespace,
       creationTimestamp: started,
       labels,
-      annotations: { 'kubectl.kubernetes.io/default-container': 'app', 'prometheus.io/scrape': 'true', 'prometheus.io/port': '9090' },
+      annotations: { 'kubectl.kubernetes.io/default-container': 'app', 'prometheus.io/scrape': 'true' },
       ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: `${o.app}-${rsHash}`, uid: `${hash(o.app.length, 8)}-${hash(1, 4)}-${hash(2, 4)}-${hash(3, 4)}-${hash(4, 12)}`, controller: true, blockOwnerDeletion: true }],
     },
     spec: {
-      containers: [container('app', 8080), container('sidecar', 9090)],
+      containers: [container('app', 8080), sidecar('sidecar')],
       volumes: [
         { name: 'config', configMap: { name: `${o.app}-config`, defaultMode: 420 } },
         { name: 'kube-api-access', projected: { defaultMode: 420, sources: [{ serviceAccountToken: { expirationSeconds: 3607, path: 'token' } }, { configMap: { name: 'kube-root-ca.crt', items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] } },

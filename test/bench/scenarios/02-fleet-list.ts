@@ -119,11 +119,9 @@ export const run: Scenario = async ({ quick, log }) => {
       );
     }
     if (!quick && tenKBytes > 0) {
-      // The issue asks for pods of about 4 KB; the sim's are larger, and the 10k goal is a time for a byte count.
       const perPod = tenKBytes / 10_000;
-      const fourK = (10_000 * 4096) / MB;
       notes.push(
-        `the pods are the sim's (test/sim/podgen.ts), ${Math.round(perPod).toLocaleString('en-US')} bytes each as a 10k list serves them, where the issue says about 4 KB: at this run's rates a 10k list of 4,096-byte pods (${round(fourK)} MB) would take ~${round(fourK / (tenKBytes / MB / (tenKp50 / 1000)) * 1000)} ms and the ceiling ~${round(fourK / ceilMBs * 1000)} ms. The pods are kept as they are, so that rounds stay comparable, and the goal is judged on the bytes measured`,
+        `the pods are the sim's (test/sim/podgen.ts), ${Math.round(perPod).toLocaleString('en-US')} bytes each as a 10k list serves them (the issue says about 4 KB). Until the second round of 2026-12-02 they were ~5.2 KB (a sidecar with the app container's env and probes), and every earlier round's figures in these notes are of those pods`,
       );
     }
     // What the report's list of missed goals says: by how much, and the ceiling measured beside it.

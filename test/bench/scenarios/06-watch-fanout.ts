@@ -48,7 +48,7 @@ interface Deliveries {
 
 /**
  * Counts each delivered line that carries a stamp and records its lag. It scans the bytes as they come (no
- * decoding to strings): at ~50,000 events/s of ~5 KB the watchers' own process is a third of a core already.
+ * decoding to strings): at ~50,000 events/s of ~4-5 KB the watchers' own process is a third of a core already.
  */
 function lineReader(w: Watcher, d: Deliveries): (chunk: Buffer) => void {
   let tail: Buffer | undefined;

@@ -369,7 +369,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number; needles: 
     }
     // The driver's own copy of each live pod as it last wrote it (the member stamps its resourceVersion into it):
     // parsing the member's stored bytes back before every change cost the members' process a JSON.parse of a
-    // ~5 KB pod per update and delete, on the cores the gateway and the watchers are measured on.
+    // ~4 KB pod per update and delete, on the cores the gateway and the watchers are measured on.
     const live: KubeObject[][] = clusters.map(() => []);
     let ops = 0;
     // Changes the members made: a create and an update make one; a delete three (the stamp, the graceful mark,
@@ -517,7 +517,7 @@ async function gatewayChild(arg: { controlPlaneKubeconfig: string; members: Arra
   const sched = mainThreadSched();
   const machine1 = machineCpuTicks();
   const coldSync = {
-    // First writes to fresh pages (every thread of the process): the cache's ~5 KB per pod lands in new memory.
+    // First writes to fresh pages (every thread of the process): the cache's ~4 KB per pod lands in new memory.
     minorFaults: process.resourceUsage().minorPageFault - faults0,
     mainThreadMinorFaults: mainThreadMinorFaults() - mainFaults0,
     // Slabs made resident by the touch-ahead thread and handed over (src/api/touchahead.ts), and the times one was

@@ -121,7 +121,7 @@ export const run: Scenario = async ({ quick, log }) => {
     if (!quick && tenKBytes > 0) {
       const perPod = tenKBytes / 10_000;
       notes.push(
-        `the pods are the sim's (test/sim/podgen.ts), ${Math.round(perPod).toLocaleString('en-US')} bytes each as a 10k list serves them (the issue says about 4 KB). Until the second round of 2026-12-02 they were ~5.2 KB (a sidecar with the app container's env and probes), and every earlier round's figures in these notes are of those pods`,
+        `the pods are the sim's (test/sim/podgen.ts), ${Math.round(perPod).toLocaleString('en-US')} bytes each as a 10k list serves them (the issue says about 4 KB). Until the first round of 2026-12-02 they were ~5.2 KB (a sidecar with the app container's env and probes), and every earlier round's figures in these notes are of those pods`,
       );
     }
     // What the report's list of missed goals says: by how much, and the ceiling measured beside it.

@@ -8,21 +8,35 @@ const NEW_HOST =
   'in the first round of 2026-12-01 the benchmarks ran on another host: an Intel Xeon (KVM under Firecracker, its kernel under nested PVM), where every run published before was on an AMD EPYC. Two full runs that day, 31 minutes each: 634e637 (the code of the round before) and 853749e (this round\'s: lists copy objects out of their slabs with one memcpy, see scenario 2), the latter published';
 
 const POD_SIZE =
-  "in the first round of 2026-12-02 the sim's pods became ~4.3 KB of JSON (4,280 bytes generated, ~4.4 KB as a list serves them), as the issue asks (about 4 KB): they were ~5.1 KB (5,124 generated, ~5.2 KB served), their sidecar carrying the app container's env and probes. Every figure of the rounds before is of the larger pods, so bytes, times and rates compare with them only per byte; this round's full run is also the first on the AMD EPYC host again since the Intel Xeon of 2026-12-01";
+  "in the first round of 2026-12-02 the sim's pods became ~4.3 KB of JSON (4,280 bytes generated, 4,413 as a 1M list serves them), as the issue asks (about 4 KB): they were ~5.1 KB (5,124 generated, ~5,250 served), their sidecar carrying the app container's env and probes. Every figure of the rounds before is of the larger pods, so bytes, times and rates compare with them only per byte";
+
+// The published run of 2026-12-02 (4c57908): the AMD EPYC host kind again, but its baselines ran 1.8-4x slower than
+// in the AMD runs before (the last published 2026-11-28, 5cb8a16), so its times say more about the host than the code.
+const SLOW_HOST =
+  "the run published on 2026-12-02 (4c57908, 40 minutes) was on the AMD EPYC host kind again, whose baselines ran far slower that day than in the AMD runs before (against the last, published on 2026-11-28): a GET straight to kube-apiserver 3.37 ms at p50 against 1.17, one loopback exchange over TLS 145 µs against 60 (81 µs of CPU a side against 25), a bare Node.js hop behind fastify added 1.48 ms against 0.38, an informer's sync of 100,000 pods straight from a member 29.7 s against 16.4, the members' process 124 s to generate its 1M pods (65 s on a fast stretch); a C loop and AES-GCM ran at their usual speed (210 ms for 3e8 adds, 2.6 GB/s at 16 KiB in openssl speed), so what was slow is what wakes threads and crosses between processes: loopback, scheduling and the host's page backing (a first write to a fresh page 11.3 µs). The ratios are the figures to compare";
 
 const ROUND_2026_12_02: Record<number, string[]> = {
   1: [
-    "in the first round of 2026-12-02 the full run is the first on the AMD EPYC host again since the Intel Xeon of 2026-12-01; the sim's pods of the cache scenarios became ~4.3 KB (see scenario 2), which this scenario, forwarding a ConfigMap, does not use",
+    `${SLOW_HOST}. Here: added at p50 at c=1 2.85 ms (0.379 on 2026-11-28), a bare hop 1.90 ms (0.229), throughput 53% and 54% of direct at c=1 and c=64 (74% and 63%); the gateway's thread 2,337 µs of CPU per request at c=1 against 1,149 µs for the bare hop behind fastify (513 and ~250 then). This scenario forwards a ConfigMap and does not use the sim's pods`,
   ],
-  2: [POD_SIZE],
-  3: [POD_SIZE],
+  2: [
+    POD_SIZE,
+    `${SLOW_HOST}. Here the loopback ceiling was 244 MB/s (382 on 2026-11-28), the full JSON list 98.3% of it; the 10k-pod list (41.96 MB with the smaller pods, 49.92 MB before) 190 ms at p50, where the ceiling moves those bytes in 172 ms`,
+  ],
+  3: [POD_SIZE, `${SLOW_HOST}. Here p99 15.1, 45.1 and 45.6 ms (12.1, 17.3 and 19.5 on 2026-11-28): met, with less room`],
   4: [
-    `${POD_SIZE}. Judged from this round on the second of two fills (what one more cached pod costs), where one fill's average was judged before: with the new pods, one fill of 100,000 averaged 1.25x the JSON in heap and 1.54x in RSS, of which 120 MiB of RSS was the young generation grown to its limit (~1,260 B a pod at that count); the second fill's growth was 1.10x and 1.12x (npm run bench -- --no-publish 4, one run each)`,
+    `${POD_SIZE}. Judged from this round on the second of two fills (what one more cached pod costs), where one fill's average was judged before: with the new pods one fill of 100,000 averaged 1.25x the JSON in heap and 1.54x in RSS, of which 120 MiB of RSS was the young generation grown to its limit (~1,260 B a pod at that count); the second fill's growth was 1.10x and 1.12x (npm run bench -- --no-publish 4), and 1.10x and 1.13x in the published run. Memory is the one scenario the host's speed does not move`,
   ],
-  5: [POD_SIZE],
-  6: [POD_SIZE],
-  7: [POD_SIZE],
-  8: [POD_SIZE],
+  5: [
+    POD_SIZE,
+    `${SLOW_HOST}. Here 72.7 s from start to ready (44.5 s on 2026-11-28), the gateway's main thread busy 63.0 s and waiting for a core 9.2 s, its process's CPU 90.7 s (63.1), while its count of instructions per pod taken in went from 122,513 to 112,446 with the smaller pods (the WebAssembly scan 34,961 -> 27,381, as it reads every byte; the gateway's JavaScript 36,329 -> 36,306, as it walks the same members): the same work per pod took the host ~1.45x as long`,
+  ],
+  6: [
+    POD_SIZE,
+    `${SLOW_HOST}. Here the 10 unfiltered watchers were dropped in both phases, so the watchers got 18% of the events they asked for over h2, and the gateway's CPU per delivered event (150 µs over h2) is its intake over fewer deliveries; the label and node watchers' lag p99 was 750 and 744 ms over h2`,
+  ],
+  7: [POD_SIZE, `${SLOW_HOST}. Here the victim's GET p99 2.17x its p99 alone (rounds 1.76 / 1.91 / 2.89; 2.03x on 2026-11-28), 1.25x timed inside the gateway`],
+  8: [POD_SIZE, `${SLOW_HOST}. Here 1.14x direct (33.8 s against 29.7 s; 1.06x on 2026-11-28)`],
 };
 
 const ROUND_2026_12_01: Record<number, string[]> = {

@@ -192,7 +192,7 @@ function readme(file: ResultsFile): void {
   const m = file.machine;
   const block = [
     START,
-    `Latest benchmark run (${file.generatedAt}; ${m.cores} cores, ${m.memoryGiB} GiB, Node ${m.node}; full report: [docs/bench/report.md](docs/bench/report.md); ` +
+    `Latest benchmark run (${file.generatedAt}; ${m.cores} cores (${m.cpuModel}), ${m.memoryGiB} GiB, Node ${m.node}; full report: [docs/bench/report.md](docs/bench/report.md); ` +
       `where a goal is missed, by how much and what bounds it: [its summary](docs/bench/report.md#${headingID(MISSED_HEADING)})):`,
     '',
     table(file.results, { maxFigures: 6 }),

@@ -438,7 +438,7 @@ async function simChild(arg: { names: string[]; podsPerMember: number; needles: 
           return process.cpuUsage();
         case 'ceiling': {
           // The ceiling for a list: the same bytes, already in memory, written to a TLS loopback socket.
-          // In pieces: a fleet's list at 1M pods is ~5 GB, beyond one Buffer and beyond what readFile reads.
+          // In pieces: a fleet's list at 1M pods is ~4.4 GB, beyond one Buffer and beyond what readFile reads.
           const { createReadStream } = await import('node:fs');
           const pieces: Buffer[] = [];
           for await (const piece of createReadStream(cmd.file, { highWaterMark: 64 * 1024 * 1024 })) pieces.push(piece as Buffer);

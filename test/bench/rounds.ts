@@ -30,6 +30,7 @@ const ROUND_2026_12_02: Record<number, string[]> = {
   5: [
     POD_SIZE,
     `${SLOW_HOST}. Here 72.7 s from start to ready (44.5 s on 2026-11-28), the gateway's main thread busy 63.0 s and waiting for a core 9.2 s, its process's CPU 90.7 s (63.1), while its count of instructions per pod taken in went from 122,513 to 112,446 with the smaller pods (the WebAssembly scan 34,961 -> 27,381, as it reads every byte; the gateway's JavaScript 36,329 -> 36,306, as it walks the same members): the same work per pod took the host ~1.45x as long`,
+    "also in the first round of 2026-12-02, measured and not built: transparent huge pages for the slabs. On this host's kernel (6.18) a byte written to each 4 KiB page of 1 GiB given to madvise(MADV_HUGEPAGE) cost 0.6-1.1 µs a page where the host had backed the memory already (2.7-3.1 µs without huge pages) and 7-8 µs where it had not (9-12 µs without); test/bench/tools/firsttouch.c, way touch_madv_hugepage. A cold sync's pages are mostly of the second kind, so the saving would be ~3 µs of ~10 a page, and Node gives no madvise for an ArrayBuffer: a native addon, or glibc's hugetlb tunable, which made every large allocation huge and cost scenario 6 (its second round of 2026-11-27)",
   ],
   6: [
     POD_SIZE,

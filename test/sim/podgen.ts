@@ -35,9 +35,14 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
   const labels = { app: o.app, 'pod-template-hash': rsHash, tier: o.index % 3 === 0 ? 'frontend' : 'backend', release: 'stable' };
   // The app's container carries env and probes; the sidecar (a log shipper, say) only its image, resources and
   // mounts, as most do. Together with the sim's metadata a pod comes to about 4 KB as a list serves it.
+  const image = (cname: string) => `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`;
+  // A function, so that the two containers do not share one object a caller might edit.
+  const serviceAccountMount = () => ({ name: 'kube-api-access', readOnly: true, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' });
+  // What kube-apiserver defaults on every container, last in its order.
+  const defaulted = { terminationMessagePath: '/dev/termination-log', terminationMessagePolicy: 'File', imagePullPolicy: 'IfNotPresent' };
   const container = (cname: string, port: number) => ({
     name: cname,
-    image: `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`,
+    image: image(cname),
     ports: [{ name: 'http', containerPort: port, protocol: 'TCP' }],
     env: [
       { name: 'APP_NAME', value: o.app },
@@ -47,22 +52,15 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
     resources: { limits: { cpu: '500m', memory: '512Mi' }, requests: { cpu: '100m', memory: '128Mi' } },
     livenessProbe: { httpGet: { path: '/healthz', port, scheme: 'HTTP' }, initialDelaySeconds: 10, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 },
     readinessProbe: { httpGet: { path: '/ready', port, scheme: 'HTTP' }, timeoutSeconds: 1, periodSeconds: 5, successThreshold: 1, failureThreshold: 3 },
-    volumeMounts: [
-      { name: 'config', mountPath: '/etc/app' },
-      { name: 'kube-api-access', readOnly: true, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' },
-    ],
-    terminationMessagePath: '/dev/termination-log',
-    terminationMessagePolicy: 'File',
-    imagePullPolicy: 'IfNotPresent',
+    volumeMounts: [{ name: 'config', mountPath: '/etc/app' }, serviceAccountMount()],
+    ...defaulted,
   });
   const sidecar = (cname: string) => ({
     name: cname,
-    image: `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`,
+    image: image(cname),
     resources: { limits: { memory: '64Mi' }, requests: { cpu: '10m', memory: '32Mi' } },
-    volumeMounts: [{ name: 'kube-api-access', readOnly: true, mountPath: '/var/run/secrets/kubernetes.io/serviceaccount' }],
-    terminationMessagePath: '/dev/termination-log',
-    terminationMessagePolicy: 'File',
-    imagePullPolicy: 'IfNotPresent',
+    volumeMounts: [serviceAccountMount()],
+    ...defaulted,
   });
   const pod: KubeObject = {
     apiVersion: 'v1',
@@ -102,7 +100,7 @@ export function generatePod(o: PodSpecOptions, createdAt = new Date()): { pod: K
     lastState: {},
     ready: running,
     restartCount: running && o.index % 11 === 0 ? 1 : 0,
-    image: `registry.example.com/${o.app}/${cname}:1.${o.index % 7}.${o.index % 13}`,
+    image: image(cname),
     imageID: `registry.example.com/${o.app}/${cname}@sha256:${hash(o.index + cname.length, 64)}`,
     containerID: running ? `containerd://${hash(o.index * 31 + cname.length, 64)}` : undefined,
     started: running,

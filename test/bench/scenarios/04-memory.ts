@@ -101,11 +101,13 @@ export const run: Scenario = async ({ quick, log }) => {
     n++;
   }
   const n2 = n - n1;
-  const heapPerPod = (held(after) - afterRoom - (held(mid) - midRoom)) / n2;
+  const buffersAt = (m: NodeJS.MemoryUsage, room: number) => m.arrayBuffers - room;
+  const heldAt = (m: NodeJS.MemoryUsage, room: number) => m.heapUsed + buffersAt(m, room);
+  const heapPerPod = (heldAt(after, afterRoom) - heldAt(mid, midRoom)) / n2;
   const jsHeapPerPod = (after.heapUsed - mid.heapUsed) / n2;
-  const buffersPerPod = (after.arrayBuffers - afterRoom - (mid.arrayBuffers - midRoom)) / n2;
+  const buffersPerPod = (buffersAt(after, afterRoom) - buffersAt(mid, midRoom)) / n2;
   const rssPerPod = (after.rss - mid.rss) / n2;
-  const firstHeapPerPod = (held(mid) - midRoom - held(before)) / n1;
+  const firstHeapPerPod = (heldAt(mid, midRoom) - held(before)) / n1;
   const firstRssPerPod = (mid.rss - before.rss) / n1;
   const jsonPerPod = jsonBytes / n;
   // Breakdown, measured the same way on copies of what the cache holds: its JSON bytes alone, the labels and

@@ -1,7 +1,8 @@
 // Scenario 5's bound: what a first write to a fresh page costs on this machine, five ways of asking for 1 GiB of
 // anonymous memory: a byte written to each page, madvise(MADV_POPULATE_WRITE), mmap(MAP_POPULATE), read(2)
 // from /dev/zero into it, and a byte written to each page of a range given to transparent huge pages
-// (madvise(MADV_HUGEPAGE), aligned to 2 MiB; with /sys/kernel/mm/transparent_hugepage/enabled at madvise or always). Ballast first, so that the machine has as much memory in use as the members' process
+// (madvise(MADV_HUGEPAGE), aligned to 2 MiB; with /sys/kernel/mm/transparent_hugepage/enabled at madvise or always).
+// Ballast first, so that the machine has as much memory in use as the members' process
 // holds in a cold sync of 1M pods (~6 GB). If asking the kernel to populate a range were much cheaper per page than
 // faulting each page, a native helper could make the cache's slabs resident for less; on this VM it is not.
 //
@@ -32,14 +33,16 @@ static double seconds(clockid_t clock) {
 
 #define HUGE (2UL << 20)
 
-static char *fresh(int flags) {
-  char *p = mmap(NULL, GIB, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+static char *mapped(size_t len, int flags) {
+  char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
   if (p == MAP_FAILED) {
     perror("mmap");
     exit(1);
   }
   return p;
 }
+
+static char *fresh(int flags) { return mapped(GIB, flags); }
 
 static void touch(char *p) {
   for (size_t o = 0; o < GIB; o += PAGE) p[o] = 1;
@@ -61,11 +64,7 @@ static char *populated(int way) {
     return fresh(MAP_POPULATE);
   case 4: {
     // 1 GiB plus room to start on a 2 MiB boundary, so that every huge page of the range can be one.
-    char *raw = mmap(NULL, GIB + HUGE, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (raw == MAP_FAILED) {
-      perror("mmap");
-      exit(1);
-    }
+    char *raw = mapped(GIB + HUGE, 0);
     char *p = (char *)(((unsigned long)raw + HUGE - 1) & ~(HUGE - 1));
     if (madvise(p, GIB, MADV_HUGEPAGE) != 0) perror("madvise(MADV_HUGEPAGE)");
     touch(p);

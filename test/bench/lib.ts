@@ -29,6 +29,8 @@ export interface ScenarioResult {
   bound?: string;
   /** The evidence for the bound (profiles, what was tried), the scale actually run, anything a reader must know. */
   notes: string[];
+  /** Which of the notes are the rounds' notes of test/bench/rounds.ts (put in by withRoundNotes), not the scenario's. */
+  roundNotes?: string[];
   series?: Series[];
 }
 

@@ -60,12 +60,17 @@ const ROUND_2026_12_01: Record<number, string[]> = {
   8: [`${NEW_HOST}. 1.11 and 1.11 times direct (direct 26.1 and 23.7 s; 16.4 s on the other host)`],
 };
 
-/** r's notes with the rounds' notes for its scenario (the newest round first), before the history of earlier rounds. */
-export function withRoundNotes(r: ScenarioResult): ScenarioResult {
+/**
+ * r's notes with the rounds' notes for its scenario (the newest round first), before the history of earlier rounds.
+ * The notes put in are recorded in r.roundNotes, so that `--render` can take them out and put in the rounds' notes
+ * as this file says them now.
+ */
+export function withRoundNotes<R extends ScenarioResult>(r: R): R {
   const extra = [ROUND_2026_12_02, ROUND_2026_12_01].flatMap((round) => round[r.id] ?? []);
-  if (!extra.length || r.notes.some((n) => extra.includes(n))) return r;
-  const at = r.notes.findIndex((n) => /^(also )?in the \w+ round of /.test(n));
-  const notes = [...r.notes];
+  // Results published before roundNotes was recorded hold the rounds' notes as this file says them.
+  const put = new Set(r.roundNotes ?? r.notes.filter((n) => extra.includes(n)));
+  const notes = r.notes.filter((n) => !put.has(n));
+  const at = notes.findIndex((n) => /^(also )?in the \w+ round of /.test(n));
   notes.splice(at < 0 ? notes.length : at, 0, ...extra);
-  return { ...r, notes };
+  return { ...r, notes, roundNotes: extra };
 }

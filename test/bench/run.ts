@@ -5,7 +5,7 @@
 //   npm run bench -- --quick           reduced scale (the whole run in under 5 minutes)
 //   npm run bench -- --quick 1 7       only scenarios 1 and 7; the others keep their last published result
 //   npm run bench -- --no-publish 4    print the figures only; docs/ and README stay as they are (work in progress)
-//   npm run bench -- --render          write the report and the README table again from results.json, running nothing
+//   npm run bench -- --render          write the report and the README table again from results.json (with rounds.ts's notes), running nothing
 //
 // A scenario that throws is reported as not run (met: null) with its error; the run goes on. A string figure named
 // "verdict" (e.g. "missed: 2.4 ms added vs 0.3 ms") is shown beside met/missed in the tables, not among the figures;
@@ -214,8 +214,10 @@ async function main(): Promise<void> {
   const log = (msg: string) => process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${msg}\n`);
   if (args.includes('--render')) {
     // The published results written out again (after a change to the report's form); nothing runs.
-    publish(new Map(), machine(), false);
-    log('rewrote docs/bench/report.md, its charts and the README table from docs/bench/results.json');
+    // A full run's rounds' notes are said again as test/bench/rounds.ts says them now.
+    const again = new Map(readPublished().filter((r) => !r.quick).map((r) => [r.id, withRoundNotes(r)]));
+    publish(again, machine(), false);
+    log('rewrote docs/bench/report.md, its charts and the README table from docs/bench/results.json and test/bench/rounds.ts');
     return;
   }
   const only = new Set(args.filter((a) => /^\d+$/.test(a)).map(Number));

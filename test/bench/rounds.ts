@@ -85,13 +85,16 @@ const ROUND_2026_12_01: Record<number, string[]> = {
   8: [`${NEW_HOST}. 1.11 and 1.11 times direct (direct 26.1 and 23.7 s; 16.4 s on the other host)`],
 };
 
+/** The rounds whose notes a full run carries, the newest first: a new round goes at the front. */
+const ROUNDS = [ROUND_2026_12_02_SECOND, ROUND_2026_12_02, ROUND_2026_12_01];
+
 /**
  * r's notes with the rounds' notes for its scenario (the newest round first), before the history of earlier rounds.
  * The notes put in are recorded in r.roundNotes, so that `--render` can take them out and put in the rounds' notes
  * as this file says them now.
  */
 export function withRoundNotes<R extends ScenarioResult>(r: R): R {
-  const extra = [ROUND_2026_12_02_SECOND, ROUND_2026_12_02, ROUND_2026_12_01].flatMap((round) => round[r.id] ?? []);
+  const extra = ROUNDS.flatMap((round) => round[r.id] ?? []);
   // Results published before roundNotes was recorded hold the rounds' notes as this file says them.
   const put = new Set(r.roundNotes ?? r.notes.filter((n) => extra.includes(n)));
   const notes = r.notes.filter((n) => !put.has(n));

@@ -102,7 +102,7 @@ export const run: Scenario = async ({ quick, log }) => {
   }
   const n2 = n - n1;
   const buffersAt = (m: NodeJS.MemoryUsage, room: number) => m.arrayBuffers - room;
-  const heldAt = (m: NodeJS.MemoryUsage, room: number) => m.heapUsed + buffersAt(m, room);
+  const heldAt = (m: NodeJS.MemoryUsage, room: number) => held(m) - room;
   const heapPerPod = (heldAt(after, afterRoom) - heldAt(mid, midRoom)) / n2;
   const jsHeapPerPod = (after.heapUsed - mid.heapUsed) / n2;
   const buffersPerPod = (buffersAt(after, afterRoom) - buffersAt(mid, midRoom)) / n2;
@@ -134,7 +134,7 @@ export const run: Scenario = async ({ quick, log }) => {
   const met = heapRatio <= 1.5 && rssRatio <= 1.5;
   const rssOverHeap = rssPerPod - heapPerPod;
   const notes = [
-    // Quick's RSS verdict here says little: 10,000 pods a fill are too few beside what RSS holds besides them.
+    // At 10,000 pods a fill, what RSS holds apart from the pods weighs too much for its verdict to say much.
     ...(quick
       ? [
           `at --quick's fills of ${n2.toLocaleString('en-US')} pods the RSS figure is not a pod's cost: the second fill's RSS was ${round(rssOverHeap)} B per pod above its heap here, against ~40-100 B at the full 100,000 (2,206 B in the second round of 2026-12-02's quick run, where run.ts's child with its 16 GiB heap limit judged RSS 1.65x; 173 B run alone without that limit; the young generation did not grow in the second fill, and what the rest is was not placed). The full scale's figure is the one judged`,
